@@ -1,0 +1,112 @@
+"""Find the agents of a project: every module in ``agents/`` is an agent named after the file.
+
+``agents/refund.py`` is ``refund``; ``agents/support/__init__.py`` is ``support``. A module's
+``agent`` attribute is the agent; without one, the single module-level value that is
+recognised as an agent. Files and folders starting with ``_`` are helpers, not agents.
+
+Modules are imported under a private package name (``_agent_unit_agents.<name>``), never
+as ``agents``: the OpenAI Agents SDK owns the top-level name ``agents``, and relative
+imports between files of ``agents/`` keep working.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .agent import Agent
+from .errors import DiscoveryError
+
+__all__ = ["discover_agents"]
+
+PACKAGE = "_agent_unit_agents"
+
+Resolve = Callable[[str, Any], Agent | None]
+
+
+def _resolve_plain(name: str, value: Any) -> Agent | None:
+    return value if isinstance(value, Agent) else None
+
+
+def _module_names(directory: Path) -> list[str]:
+    names = []
+    for path in sorted(directory.iterdir()):
+        if path.name.startswith(("_", ".")):
+            continue
+        if path.is_file() and path.suffix == ".py":
+            names.append(path.stem)
+        elif path.is_dir() and (path / "__init__.py").is_file():
+            names.append(path.name)
+    return names
+
+
+def _import(directory: Path, name: str) -> types.ModuleType:
+    package = sys.modules.get(PACKAGE)
+    if package is None or list(getattr(package, "__path__", [])) != [str(directory)]:
+        for loaded in [key for key in sys.modules if key == PACKAGE or key.startswith(PACKAGE + ".")]:
+            del sys.modules[loaded]
+        package = types.ModuleType(PACKAGE)
+        package.__path__ = [str(directory)]
+        sys.modules[PACKAGE] = package
+    return importlib.import_module(f"{PACKAGE}.{name}")
+
+
+def discover_agents(
+    root: str | Path = ".", *, directory: str = "agents", resolve: Resolve | None = None
+) -> dict[str, Agent]:
+    """Import ``<root>/agents/*`` and return ``{name: agent}``; ``DiscoveryError`` names the file at fault.
+
+    ``resolve(name, value)`` turns a module value into an :class:`Agent` (adapters plug in
+    here); by default only ``define_agent`` agents are recognised.
+    """
+    resolve = resolve or _resolve_plain
+    folder = (Path(root) / directory).resolve()
+    if not folder.is_dir():
+        raise DiscoveryError(
+            f"no {directory}/ folder in {Path(root).resolve()}: create {directory}/<name>.py with an agent"
+        )
+    root_path = str(folder.parent)
+    if root_path not in sys.path:
+        sys.path.insert(0, root_path)  # so agents can import the project's own modules
+    agents: dict[str, Agent] = {}
+    for name in _module_names(folder):
+        shown = f"{directory}/{name}.py" if (folder / f"{name}.py").exists() else f"{directory}/{name}/__init__.py"
+        try:
+            module = _import(folder, name)
+        except Exception as exc:
+            raise DiscoveryError(f"{shown} failed to import: {type(exc).__name__}: {exc}") from exc
+        agents[name] = _agent_of(module, name, shown, resolve)
+    return agents
+
+
+def _agent_of(module: types.ModuleType, name: str, shown: str, resolve: Resolve) -> Agent:
+    if hasattr(module, "agent"):
+        agent = resolve(name, module.agent)
+        if agent is None:
+            raise DiscoveryError(
+                f"{shown}: `agent` is a {type(module.agent).__name__}, which no adapter recognises: "
+                "use define_agent(...) or an agent of a supported framework"
+            )
+        return _named(agent, name)
+    found = {
+        attr: agent
+        for attr, value in vars(module).items()
+        if not attr.startswith("_") and (agent := resolve(name, value)) is not None
+    }
+    if not found:
+        raise DiscoveryError(f"{shown} defines no agent: add `agent = define_agent(...)` (or export a framework agent)")
+    if len(found) > 1:
+        raise DiscoveryError(
+            f"{shown} defines several agents ({', '.join(sorted(found))}): name the one to serve `agent`"
+        )
+    return _named(next(iter(found.values())), name)
+
+
+def _named(agent: Agent, name: str) -> Agent:
+    if agent.name is None:
+        agent.name = name
+    return agent

@@ -1,0 +1,545 @@
+"""``RunEngine``: every state change of a run, and where each execution happens.
+
+Each change is a compare-and-set save on the run's version, so two processes racing to
+resume, cancel or wake a run cannot both win; the loser gets ``RunConflict`` (HTTP 409).
+An executor holds the run's lease while it works and renews it; the sweep recovers runs
+whose lease lapsed, wakes due sleepers and deletes runs past their retention, reading only
+the runs that are due.
+
+A parked run costs nothing here: no task, no timer (unless it wakes before the next
+sweep), no memory. Everything about it is in the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from . import events as ev
+from .agent import Agent
+from .clock import Clock, SystemClock, to_datetime
+from .durations import Duration, parse_duration
+from .errors import AgentNotFound, AgentUnitError, InvalidAnswer, NotInterrupted, RunConflict, RunNotFound
+from .execution import Execution
+from .ids import new_id
+from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
+from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
+from .stores import Store, open_store
+
+__all__ = ["RunEngine", "SweepResult"]
+
+log = logging.getLogger("agent_unit")
+
+ScheduleWake = Callable[[str, datetime], Awaitable[None] | None]
+OnContinue = Callable[[str], Awaitable[None] | None]
+
+
+@dataclass
+class SweepResult:
+    woken: int = 0
+    recovered: int = 0
+    deleted: int = 0
+    run_ids: tuple[str, ...] = ()
+
+
+def _seconds(value: Duration | None) -> float | None:
+    return None if value is None else parse_duration(value).total_seconds()
+
+
+async def _maybe_await(value: Awaitable[None] | None) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+class RunEngine:
+    """Starts, executes, parks, wakes and recovers runs over one store.
+
+    ``budget``: yield at the next step boundary after this long and continue in a fresh
+    execution (``on_continue(run_id)`` hands it to the host; in-process otherwise).
+    ``schedule_wake(run_id, at)``: hand wake-ups to another scheduler instead of timers.
+    """
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent],
+        store: Store | str | None = None,
+        *,
+        clock: Clock | None = None,
+        budget: Duration | None = None,
+        lease_ttl: Duration = "30s",
+        sweep_interval: Duration = "60s",
+        retention: Duration | None = None,
+        delta_batch_ms: int = 50,
+        max_step_bytes: int = 256 * 1024,
+        schedule_wake: ScheduleWake | None = None,
+        on_continue: OnContinue | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.agents = dict(agents)
+        for name, agent in self.agents.items():
+            if agent.name is None:
+                agent.name = name
+        self._owns_store = not isinstance(store, Store)
+        self.store: Store = open_store(store) if self._owns_store else store  # type: ignore[arg-type]
+        self.clock: Clock = clock or SystemClock()
+        self.budget = _seconds(budget)
+        self.lease_ttl = _seconds(lease_ttl) or 30.0
+        self.sweep_interval = _seconds(sweep_interval) or 60.0
+        self.retention = _seconds(retention)
+        self.delta_batch_ms = delta_batch_ms
+        self.max_step_bytes = max_step_bytes
+        self.schedule_wake = schedule_wake
+        self.on_continue = on_continue
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{new_id('x')[-8:]}"
+        self._executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def get(self, run_id: str) -> RunRecord:
+        record = await self.store.load_run(run_id)
+        if record is None:
+            raise RunNotFound(f"run {run_id!r} does not exist")
+        return record
+
+    async def list(
+        self,
+        *,
+        status: RunStatus | str | None = None,
+        agent: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        if status is not None:
+            try:
+                status = RunStatus(status)
+            except ValueError:
+                raise AgentUnitError(
+                    f"unknown status {status!r}: use one of {', '.join(s.value for s in RunStatus)}"
+                ) from None
+        return await self.store.list_runs(status=status, agent=agent, thread_id=thread_id, limit=limit, cursor=cursor)
+
+    async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        return await self.store.read_events(run_id, after=after, limit=limit)
+
+    async def wait(self, run_id: str) -> RunRecord:
+        """Wait for this process's execution of the run (and its continuations) to stop."""
+        while (running := self._executions.get(run_id)) is not None:
+            task = running[0]
+            if task.done():
+                self._forget(run_id, task)
+            else:
+                await asyncio.wait([task])
+        return await self.get(run_id)
+
+    # -- changing ------------------------------------------------------------------------
+
+    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+        """Create a run and execute it; with ``wait``, return once it parks or ends."""
+        definition = self.agents.get(agent)
+        if definition is None:
+            known = ", ".join(sorted(self.agents)) or "none"
+            raise AgentNotFound(f"no agent named {agent!r} (agents: {known})")
+        value = definition.validate_input(input)
+        now = self.clock.time()
+        moment = to_datetime(now)
+        record = RunRecord(
+            id=new_id("run"),
+            agent=agent,
+            thread_id=thread_id or new_id("thread"),
+            status=RunStatus.running,
+            input=definition.dump_input(value),
+            created_at=moment,  # type: ignore[arg-type]
+            updated_at=moment,  # type: ignore[arg-type]
+            version=1,
+            lease_owner=self.owner,
+            lease_expires=now + self.lease_ttl,
+            due_at=now + self.lease_ttl,
+        )
+        started = {**ev.run_started(record.id, record.thread_id), "timestamp": ev.now_ms()}
+        await self.store.create_run(record, events=[ev.dumps(started)])
+        self._spawn(record)
+        return await self.wait(record.id) if wait else record
+
+    async def resume(self, run_id: str, answer: Any, *, wait: bool = False) -> RunRecord:
+        """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema."""
+        record = await self.get(run_id)
+        if record.status != RunStatus.interrupted or record.interrupt is None:
+            raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
+        _check_answer(record, answer)
+        entry = JournalEntry(record.interrupt.key, ev.dumps(answer))
+        await self._claim(record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id),))
+        return await self.wait(run_id) if wait else record
+
+    async def wake(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Wake a sleeping run whose time has come (a timer, the sweep or ``schedule_wake``)."""
+        record = await self.get(run_id)
+        if record.status != RunStatus.sleeping:
+            raise RunConflict(f"run {run_id} is {record.status.value}, not sleeping")
+        if record.due_at is not None and record.due_at > self.clock.time():
+            self._arm(run_id, record.due_at)
+            return record
+        await self._claim(record, events=(ev.run_started(record.id, record.thread_id),))
+        return await self.wait(run_id) if wait else record
+
+    async def continue_run(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Continue a run that yielded at its budget."""
+        record = await self.get(run_id)
+        if record.status != RunStatus.queued:
+            raise RunConflict(f"run {run_id} is {record.status.value}, not waiting to continue")
+        await self._claim(record)
+        return await self.wait(run_id) if wait else record
+
+    async def cancel(self, run_id: str) -> RunRecord:
+        """Cancel a queued, running, interrupted or sleeping run."""
+        while True:
+            record = await self.get(run_id)
+            if record.finished:
+                raise RunConflict(f"run {run_id} is already {record.status.value}")
+            expected = record.version
+            self._finish(record, RunStatus.cancelled)
+            try:
+                await self.store.save_run(
+                    record, expected_version=expected, events=[ev.dumps(ev.run_cancelled(record.id, record.thread_id))]
+                )
+            except RunConflict:
+                continue  # changed under us (a lease renewal, a park): look again
+            record.version = expected + 1
+            break
+        self._disarm(run_id)
+        self._stop(run_id, "cancelled")
+        return record
+
+    async def delete(self, run_id: str) -> None:
+        """Delete a finished run with its journal and events."""
+        record = await self.get(run_id)
+        if not record.finished:
+            raise RunConflict(f"run {run_id} is {record.status.value}: cancel it before deleting it")
+        await self.store.delete_run(run_id)
+
+    async def sweep(self, *, wait: bool = False, limit: int = 500) -> SweepResult:
+        """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention."""
+        now = self.clock.time()
+        result = SweepResult()
+        touched: list[str] = []
+        for record in await self.store.due_runs(before=now, limit=limit):
+            try:
+                if record.status == RunStatus.sleeping:
+                    await self._claim(record, events=(ev.run_started(record.id, record.thread_id),))
+                    result.woken += 1
+                elif record.status in (RunStatus.running, RunStatus.queued):
+                    if record.id in self._executions:
+                        continue  # ours and alive: its renewal is just late
+                    await self._claim(record, recovered=record.status == RunStatus.running)
+                    result.recovered += 1
+                elif record.status in FINISHED:
+                    await self.store.delete_run(record.id)
+                    result.deleted += 1
+                    continue
+                else:
+                    continue
+            except (RunConflict, RunNotFound):
+                continue  # another process got there first
+            touched.append(record.id)
+        if not self.clock.manual and self.schedule_wake is None:
+            for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
+                if record.status == RunStatus.sleeping and record.due_at is not None:
+                    self._arm(record.id, record.due_at)
+        result.run_ids = tuple(touched)
+        if wait:
+            for run_id in touched:
+                await self.wait(run_id)
+        return result
+
+    async def run_sweeps(self) -> None:
+        """Sweep every ``sweep_interval`` until cancelled (a long-lived server's loop)."""
+        while True:
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("agent-unit sweep failed")
+            await asyncio.sleep(self.sweep_interval)
+
+    async def aclose(self) -> None:
+        """Stop local executions (their runs are released for another process) and timers."""
+        for run_id in list(self._timers):
+            self._disarm(run_id)
+        tasks = [task for task, _ in self._executions.values()]
+        for run_id in list(self._executions):
+            self._stop(run_id, "shutdown")
+        await asyncio.gather(*tasks, *self._background, return_exceptions=True)
+        if self._owns_store:
+            await self.store.close()
+
+    # -- executing -----------------------------------------------------------------------
+
+    async def _claim(
+        self,
+        record: RunRecord,
+        *,
+        journal: tuple[JournalEntry, ...] = (),
+        events: tuple[dict[str, Any], ...] = (),
+        recovered: bool = False,
+    ) -> None:
+        """Take the run (compare-and-set) with this engine as lease owner, then execute it."""
+        expected = record.version
+        now = self.clock.time()
+        record.status = RunStatus.running
+        record.interrupt = None
+        record.wake_at = None
+        record.lease_owner = self.owner
+        record.lease_expires = record.due_at = now + self.lease_ttl
+        record.updated_at = to_datetime(now)  # type: ignore[assignment]
+        if recovered:
+            record.attempt += 1
+        stamp = ev.now_ms()
+        await self.store.save_run(
+            record,
+            expected_version=expected,
+            journal=journal,
+            events=[ev.dumps({**event, "timestamp": stamp}) for event in events],
+        )
+        record.version = expected + 1
+        self._disarm(record.id)
+        self._spawn(record)
+
+    def _spawn(self, record: RunRecord) -> None:
+        execution = Execution(
+            record,
+            self.store,
+            owner=self.owner,
+            clock=self.clock,
+            budget=self.budget,
+            max_step_bytes=self.max_step_bytes,
+            delta_batch_ms=self.delta_batch_ms,
+        )
+        task = asyncio.get_running_loop().create_task(self._execute(execution), name=f"agent-unit {record.id}")
+        self._executions[record.id] = (task, execution)
+        task.add_done_callback(lambda done: self._forget(record.id, done))
+
+    def _forget(self, run_id: str, task: asyncio.Task[None]) -> None:
+        running = self._executions.get(run_id)
+        if running is not None and running[0] is task:
+            del self._executions[run_id]
+
+    def _stop(self, run_id: str, reason: str) -> None:
+        running = self._executions.get(run_id)
+        if running is not None:
+            task, execution = running
+            execution.stop_reason = reason
+            execution.signal.set()
+            task.cancel()
+
+    async def _execute(self, execution: Execution) -> None:
+        record = execution.record
+        renewal = asyncio.ensure_future(self._keep_lease(execution))
+        token = None
+        try:
+            agent = self.agents.get(record.agent)
+            journal = await self.store.load_journal(record.id)
+            run = Run(execution, journal)
+            token = _current_run.set(run)
+            try:
+                if agent is None:
+                    raise AgentNotFound(f"run {record.id} is for agent {record.agent!r}, which this deployment lacks")
+                result = await agent(agent.validate_input(record.input), run)
+                try:
+                    output = agent.dump_output(result)
+                except ValidationError as exc:
+                    raise TypeError(
+                        f"agent {record.agent!r} returned a value that does not fit its return type: {exc}"
+                    ) from None
+            except Park as park:
+                await self._park(execution, park)
+            except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
+                await self._end(execution, RunStatus.failed, error=exc)
+            else:
+                await self._end(execution, RunStatus.completed, output=output)
+        except asyncio.CancelledError:
+            if execution.stop_reason == "shutdown":
+                await self._release(execution)
+            if execution.stop_reason is None:
+                raise
+        finally:
+            renewal.cancel()
+            execution.close()
+            if token is not None:
+                _current_run.reset(token)
+
+    async def _keep_lease(self, execution: Execution) -> None:
+        record = execution.record
+        while True:
+            await asyncio.sleep(self.lease_ttl / 3)
+            expires = self.clock.time() + self.lease_ttl
+            if not await self.store.renew_lease(record.id, owner=self.owner, expires=expires):
+                self._stop(record.id, "lost")
+                return
+            record.lease_expires = record.due_at = expires
+
+    async def _save(
+        self, execution: Execution, *, journal: tuple[JournalEntry, ...] = (), event: dict[str, Any]
+    ) -> bool:
+        """Save the run's new status with its pending events; False if someone else changed it."""
+        record = execution.record
+        expected = record.version
+        record.updated_at = to_datetime(self.clock.time())  # type: ignore[assignment]
+        async with execution.lock:
+            try:
+                await self.store.save_run(
+                    record, expected_version=expected, journal=journal, events=execution.events.drain(event)
+                )
+            except RunConflict:
+                log.info("run %s changed while executing (cancelled or taken over); this execution stops", record.id)
+                return False
+        record.version = expected + 1
+        return True
+
+    def _finish(self, record: RunRecord, status: RunStatus) -> None:
+        now = self.clock.time()
+        record.status = status
+        record.interrupt = None
+        record.wake_at = None
+        record.lease_owner = record.lease_expires = None
+        record.finished_at = to_datetime(now)  # type: ignore[assignment]
+        record.updated_at = record.finished_at  # type: ignore[assignment]
+        record.due_at = None if self.retention is None else now + self.retention
+
+    async def _end(
+        self, execution: Execution, status: RunStatus, *, output: Any = None, error: BaseException | None = None
+    ) -> None:
+        record = execution.record
+        self._finish(record, status)
+        if error is None:
+            record.output = output
+            event = ev.run_finished(record.id, record.thread_id, output, record.usage)
+        else:
+            code = getattr(error, "code", None) or type(error).__name__
+            record.error = RunError(type=type(error).__name__, message=str(error), step=getattr(error, "step", None))
+            event = ev.run_error(str(error), code)
+        await self._save(execution, event=event)
+
+    async def _park(self, execution: Execution, park: Park) -> None:
+        record = execution.record
+        record.lease_owner = record.lease_expires = None
+        if isinstance(park, Interrupted):
+            record.status = RunStatus.interrupted
+            record.interrupt = park.interrupt
+            record.due_at = None
+            interrupt = park.interrupt
+            event = ev.run_interrupted(
+                record.id,
+                record.thread_id,
+                {
+                    "name": interrupt.name,
+                    "key": interrupt.key,
+                    "payload": interrupt.payload,
+                    "answerSchema": interrupt.answer_schema,
+                },
+            )
+            await self._save(execution, event=event)
+        elif isinstance(park, Sleeping):
+            record.status = RunStatus.sleeping
+            record.wake_at = to_datetime(park.wake_at)  # type: ignore[assignment]
+            record.due_at = park.wake_at
+            journal = () if park.entry is None else (park.entry,)
+            event = ev.run_sleeping(record.id, record.thread_id, record.wake_at.isoformat())  # type: ignore[union-attr]
+            if await self._save(execution, journal=journal, event=event):
+                await self._schedule(record.id, park.wake_at)
+        elif isinstance(park, Yielded):
+            record.status = RunStatus.queued
+            record.due_at = self.clock.time() + self.lease_ttl  # the sweep's fallback if the continuation is lost
+            if await self._save(execution, event=ev.custom("agent-unit.yield", None)):
+                await self._continue(record.id)
+        elif isinstance(park, Cancelled):
+            pass  # whoever cancelled it (or took it over) saved the run
+
+    async def _release(self, execution: Execution) -> None:
+        """On shutdown: hand the run back so any process's next sweep continues it at once."""
+        record = execution.record
+        record.status = RunStatus.queued
+        record.lease_owner = record.lease_expires = None
+        record.due_at = self.clock.time()
+        await self._save(execution, event=ev.custom("agent-unit.released", None))
+
+    async def _continue(self, run_id: str) -> None:
+        """Continue a yielded run: through the host's hook, or right here in a fresh execution."""
+        try:
+            if self.on_continue is None:
+                await self.continue_run(run_id)  # spawned before this execution ends, so wait() follows it
+            else:
+                await _maybe_await(self.on_continue(run_id))
+        except Exception:
+            log.exception("continuing run %s failed; the sweep will pick it up", run_id)
+
+    async def _schedule(self, run_id: str, wake_at: float) -> None:
+        if self.schedule_wake is not None:
+            await _maybe_await(self.schedule_wake(run_id, to_datetime(wake_at)))  # type: ignore[arg-type]
+        else:
+            self._arm(run_id, wake_at)
+
+    # -- timers --------------------------------------------------------------------------
+
+    def _arm(self, run_id: str, wake_at: float) -> None:
+        """A timer for a wake-up due before the next sweep (later ones cost nothing until then)."""
+        if self.clock.manual or self.schedule_wake is not None:
+            return
+        delay = max(0.0, wake_at - self.clock.time())
+        if delay > self.sweep_interval:
+            return
+        self._disarm(run_id)
+        self._timers[run_id] = asyncio.get_running_loop().call_later(delay, self._on_timer, run_id)
+
+    def _disarm(self, run_id: str) -> None:
+        timer = self._timers.pop(run_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _on_timer(self, run_id: str) -> None:
+        self._timers.pop(run_id, None)
+
+        async def go() -> None:
+            with contextlib.suppress(RunConflict, RunNotFound):  # woken elsewhere, cancelled or deleted
+                await self.wake(run_id)
+
+        self._track(go())
+
+    def _track(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _check_answer(record: RunRecord, answer: Any) -> None:
+    """Refuse an answer that does not fit the interrupt's JSON Schema; the run stays parked."""
+    assert record.interrupt is not None
+    try:
+        json.dumps(answer)
+    except (TypeError, ValueError):
+        raise InvalidAnswer(f"the answer to {record.interrupt.name!r} is not JSON") from None
+    schema = record.interrupt.answer_schema
+    if not schema:
+        return
+    import jsonschema  # lazily: only a resume pays for it
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
+    if errors:
+        details = [{"loc": list(error.absolute_path), "msg": error.message} for error in errors]
+        where = ".".join(str(part) for part in errors[0].absolute_path) or "answer"
+        raise InvalidAnswer(
+            f"the answer does not fit interrupt {record.interrupt.name!r}: {where}: {errors[0].message}",
+            details=details,
+        )

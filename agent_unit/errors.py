@@ -1,0 +1,95 @@
+"""The errors agent-unit raises, each with a stable ``code`` and the HTTP status it maps to.
+
+The HTTP layer turns them into ``{"error": {"code": ..., "message": ...}}``; the test unit and
+the client raise the same types, so a test and production fail the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentNotFound",
+    "AgentUnitError",
+    "DiscoveryError",
+    "InvalidAnswer",
+    "InvalidInput",
+    "LeaseLost",
+    "NonDeterminismError",
+    "NotInterrupted",
+    "RunConflict",
+    "RunNotFound",
+    "StepResultError",
+]
+
+
+class AgentUnitError(Exception):
+    """Base class: ``code`` names the error for machines, the message tells a person what to do."""
+
+    code: str = "error"
+    status: int = 500
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details is not None:
+            error["details"] = self.details
+        return {"error": error}
+
+
+class AgentNotFound(AgentUnitError):
+    code, status = "agent_not_found", 404
+
+
+class RunNotFound(AgentUnitError):
+    code, status = "run_not_found", 404
+
+
+class InvalidInput(AgentUnitError):
+    """The agent's input does not fit its schema; no run was created."""
+
+    code, status = "invalid_input", 422
+
+
+class InvalidAnswer(AgentUnitError):
+    """A resume answer does not fit the interrupt's schema; the run stays parked."""
+
+    code, status = "invalid_answer", 422
+
+
+class RunConflict(AgentUnitError):
+    """Someone else changed the run first (a lost compare-and-set), or it is in the wrong status."""
+
+    code, status = "conflict", 409
+
+
+class NotInterrupted(RunConflict):
+    code = "not_interrupted"
+
+
+class LeaseLost(RunConflict):
+    """This process no longer holds the run's lease: another took it over, or it was cancelled."""
+
+    code = "lease_lost"
+
+
+class StepResultError(AgentUnitError):
+    """A step's result cannot be journaled: not JSON-serialisable, or larger than ``max_step_bytes``."""
+
+    code, status = "step_result", 500
+
+
+class NonDeterminismError(AgentUnitError):
+    """On replay the code asked for something different from what the journal recorded."""
+
+    code, status = "non_determinism", 500
+
+
+class DiscoveryError(AgentUnitError):
+    """``agents/`` holds a module that is not exactly one agent."""
+
+    code, status = "discovery", 500

@@ -1,0 +1,108 @@
+"""The events a run emits, as AG-UI shapes (camelCase JSON), and the buffer that batches them.
+
+Events are built as plain dicts on purpose: the ``ag-ui-protocol`` models take ~0.2 s to
+import, too much for a Lambda or Worker cold start, so the runtime writes the same JSON and
+the test suite checks every kind against the package's own models.
+
+Nothing is written per event: events wait in :class:`EventBuffer` and ride along with the
+next journal write (a step's entry, a park, the run's end) or a flush at most
+``delta_batch_ms`` later. Consecutive text and tool-argument deltas within that window are
+merged into one stored event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+__all__ = ["EventBuffer", "dumps"]
+
+_MERGEABLE = {
+    "TEXT_MESSAGE_CONTENT": "messageId",
+    "TOOL_CALL_ARGS": "toolCallId",
+    "REASONING_MESSAGE_CONTENT": "messageId",
+}
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def run_started(run_id: str, thread_id: str) -> dict[str, Any]:
+    return {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
+
+
+def run_finished(run_id: str, thread_id: str, result: Any, usage: list[dict[str, Any]]) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id, "result": result}
+    if usage:
+        event["usage"] = usage
+    return event
+
+
+def run_error(message: str, code: str) -> dict[str, Any]:
+    return {"type": "RUN_ERROR", "message": message, "code": code}
+
+
+def run_interrupted(run_id: str, thread_id: str, interrupt: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "RUN_INTERRUPTED", "threadId": thread_id, "runId": run_id, "interrupt": interrupt}
+
+
+def run_sleeping(run_id: str, thread_id: str, wake_at: str) -> dict[str, Any]:
+    return {"type": "RUN_SLEEPING", "threadId": thread_id, "runId": run_id, "wakeAt": wake_at}
+
+
+def run_cancelled(run_id: str, thread_id: str) -> dict[str, Any]:
+    return {"type": "RUN_CANCELLED", "threadId": thread_id, "runId": run_id}
+
+
+def step_started(name: str) -> dict[str, Any]:
+    return {"type": "STEP_STARTED", "stepName": name}
+
+
+def step_finished(name: str) -> dict[str, Any]:
+    return {"type": "STEP_FINISHED", "stepName": name}
+
+
+def custom(name: str, value: Any) -> dict[str, Any]:
+    return {"type": "CUSTOM", "name": name, "value": value}
+
+
+class EventBuffer:
+    """Events waiting for the next write, with deltas merged within ``batch_ms``."""
+
+    __slots__ = ("_batch_ms", "_merge_until", "_pending")
+
+    def __init__(self, batch_ms: int) -> None:
+        self._batch_ms = batch_ms
+        self._pending: list[dict[str, Any]] = []
+        self._merge_until = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._pending)
+
+    def add(self, event: dict[str, Any]) -> None:
+        stamp = now_ms()
+        event.setdefault("timestamp", stamp)
+        id_field = _MERGEABLE.get(event["type"])
+        if id_field and self._batch_ms > 0 and self._pending and stamp <= self._merge_until:
+            last = self._pending[-1]
+            if last["type"] == event["type"] and last.get(id_field) == event.get(id_field):
+                last["delta"] += event["delta"]
+                return
+        if id_field:
+            self._merge_until = stamp + self._batch_ms
+        self._pending.append(event)
+
+    def drain(self, *extra: dict[str, Any]) -> list[str]:
+        """The pending events (then ``extra``) as JSON, emptying the buffer."""
+        stamp = now_ms()
+        for event in extra:
+            event.setdefault("timestamp", stamp)
+        events = [dumps(event) for event in (*self._pending, *extra)]
+        self._pending.clear()
+        return events

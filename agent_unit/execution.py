@@ -1,0 +1,99 @@
+"""One execution of a run: the lease it holds, the events it buffers, the budget it spends.
+
+The :class:`~agent_unit.run.Run` an agent sees writes through this object, and the engine
+reads its outcome from it. It lives only while the run executes: a parked run has none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from .errors import LeaseLost
+from .events import EventBuffer
+from .records import JournalEntry, RunRecord
+from .run import Cancelled, Yielded
+from .stores import Store
+
+__all__ = ["Execution"]
+
+
+class Execution:
+    def __init__(
+        self,
+        record: RunRecord,
+        store: Store,
+        *,
+        owner: str,
+        clock: Any,
+        budget: float | None,
+        max_step_bytes: int,
+        delta_batch_ms: int,
+    ) -> None:
+        self.record = record
+        self.store = store
+        self.owner = owner
+        self.max_step_bytes = max_step_bytes
+        self.signal = asyncio.Event()
+        self.events = EventBuffer(delta_batch_ms)
+        self.lock = asyncio.Lock()
+        self.stop_reason: str | None = None  # "cancelled", "lost" or "shutdown" when stopped from outside
+        self._clock = clock
+        self._budget = budget
+        self._batch_seconds = delta_batch_ms / 1000
+        self._started = time.monotonic()
+        self._new_steps = 0
+        self._flush: asyncio.TimerHandle | None = None
+        self._flushing: set[asyncio.Task[None]] = set()
+
+    def now(self) -> float:
+        return self._clock.time()
+
+    def before_step(self) -> None:
+        """Called before new work: stop if cancelled, yield if the budget is spent."""
+        if self.signal.is_set():
+            raise Cancelled()
+        if self._budget is not None and self._new_steps and time.monotonic() - self._started >= self._budget:
+            raise Yielded()
+
+    async def commit(self, entry: JournalEntry, *events: dict[str, Any]) -> None:
+        """Journal one finished piece of work with the events waiting for it: one transaction."""
+        self._new_steps += 1
+        self._cancel_flush()
+        async with self.lock:
+            try:
+                await self.store.append(
+                    self.record.id, owner=self.owner, journal=(entry,), events=self.events.drain(*events)
+                )
+            except LeaseLost:
+                self.signal.set()
+                raise Cancelled() from None
+
+    def schedule_flush(self) -> None:
+        """Write pending events within ``delta_batch_ms`` if no journal write takes them first."""
+        if self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(self._batch_seconds, self._start_flush)
+
+    def _start_flush(self) -> None:
+        self._flush = None
+        task = asyncio.ensure_future(self.flush())
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
+
+    def _cancel_flush(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+
+    async def flush(self) -> None:
+        async with self.lock:
+            if self.events and not self.signal.is_set():
+                try:
+                    await self.store.append(self.record.id, owner=self.owner, events=self.events.drain())
+                except LeaseLost:
+                    self.signal.set()
+
+    def close(self) -> None:
+        self._cancel_flush()
+        self.signal.set()

@@ -1,0 +1,22 @@
+"""Identifiers that sort by creation time, so listing newest-first needs no extra index."""
+
+from __future__ import annotations
+
+import os
+import time
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+
+
+def _base32(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        value, index = divmod(value, 32)
+        chars.append(_ALPHABET[index])
+    return "".join(reversed(chars))
+
+
+def new_id(prefix: str) -> str:
+    """``prefix_`` + 10 characters of milliseconds + 16 random characters (a ULID's layout)."""
+    millis = time.time_ns() // 1_000_000
+    return f"{prefix}_{_base32(millis, 10)}{_base32(int.from_bytes(os.urandom(10), 'big'), 16)}"

@@ -1,0 +1,121 @@
+"""The run record and the journal entry: what the engine saves and what the API returns."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "FINISHED",
+    "LIVE",
+    "Interrupt",
+    "JournalEntry",
+    "RunError",
+    "RunPage",
+    "RunRecord",
+    "RunStatus",
+    "StoredEvent",
+]
+
+
+class RunStatus(StrEnum):
+    queued = "queued"
+    running = "running"
+    interrupted = "interrupted"
+    sleeping = "sleeping"
+    completed = "completed"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+FINISHED = frozenset({RunStatus.completed, RunStatus.failed, RunStatus.cancelled})
+LIVE = frozenset(RunStatus) - FINISHED
+
+
+class Interrupt(BaseModel):
+    """What a parked run waits for: its name, the payload to show, and the answer's JSON Schema."""
+
+    name: str
+    key: str
+    payload: Any = None
+    answer_schema: dict[str, Any] | None = None
+
+
+class RunError(BaseModel):
+    type: str
+    message: str
+    step: str | None = None
+
+
+class RunRecord(BaseModel):
+    """One run. Every change is saved with compare-and-set on ``version``.
+
+    ``lease_owner``/``lease_expires`` belong to the executor that holds the run now;
+    ``due_at`` is when the sweep should look at it next (a sleeper's wake time, a lapsing
+    lease, a finished run's deletion time) and is the one index the sweep reads.
+    """
+
+    model_config = ConfigDict(validate_assignment=False)
+
+    id: str
+    agent: str
+    thread_id: str
+    status: RunStatus
+    input: Any = None
+    output: Any = None
+    error: RunError | None = None
+    interrupt: Interrupt | None = None
+    wake_at: datetime | None = None
+    usage: list[dict[str, Any]] = []
+    attempt: int = 1
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    version: int = 0
+    lease_owner: str | None = None
+    lease_expires: float | None = None
+    due_at: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def public(self) -> dict[str, Any]:
+        """The record as the API shows it: no lease bookkeeping."""
+        return self.model_dump(mode="json", exclude={"lease_owner", "lease_expires", "due_at"})
+
+
+# The fields kept in the store's JSON column; the rest are columns of their own.
+DATA_FIELDS = frozenset(
+    {"input", "output", "error", "interrupt", "wake_at", "usage", "attempt", "created_at", "updated_at", "finished_at"}
+)
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """One finished piece of work. ``value`` is JSON text, so a replay parses it only when used."""
+
+    key: str
+    value: str | None = None
+    error: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class StoredEvent:
+    seq: int
+    data: str  # the event's JSON, without its seq (the seq is the SSE id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, **json.loads(self.data)}
+
+
+@dataclass(slots=True)
+class RunPage:
+    runs: list[RunRecord] = field(default_factory=list)
+    next_cursor: str | None = None

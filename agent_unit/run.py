@@ -1,0 +1,389 @@
+"""The run primitives: what agent code calls on ``run`` (or ``use_run()``).
+
+Every primitive is keyed by its name and how many times that name was used before in the
+run (``step:load-order#0``), so a replay finds the same entries in the same order, and
+``asyncio.gather`` over steps is deterministic as long as the calls are made in the same
+order: the key is taken when ``run.step(...)`` is *called*, not when it is awaited.
+
+Parking (an interrupt, a sleep, a budget yield, a cancellation) unwinds the agent with a
+:class:`Park`, a ``BaseException``, so an ``except Exception:`` in user code cannot swallow it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+
+from . import env
+from .clock import to_epoch
+from .durations import Duration, parse_duration
+from .errors import AgentUnitError, NonDeterminismError, StepResultError
+from .events import custom, dumps, step_finished, step_started
+from .records import Interrupt, JournalEntry
+
+if TYPE_CHECKING:
+    from .execution import Execution
+
+__all__ = [
+    "Cancelled",
+    "Interrupted",
+    "Park",
+    "Run",
+    "RunState",
+    "Secrets",
+    "Sleeping",
+    "StepContext",
+    "StepFailed",
+    "Yielded",
+    "use_run",
+]
+
+T = TypeVar("T")
+Scope = str  # "thread" | "agent" | "app"
+
+_current_run: ContextVar[Run | None] = ContextVar("agent_unit_run", default=None)
+_current_step: ContextVar[StepContext | None] = ContextVar("agent_unit_step", default=None)
+
+
+def use_run() -> Run:
+    """The run executing now; call it anywhere inside an agent, a step or a tool."""
+    run = _current_run.get()
+    if run is None:
+        raise RuntimeError("use_run() was called outside a run: call it from code an agent runs")
+    return run
+
+
+# -- parking ------------------------------------------------------------------------------
+
+
+class Park(BaseException):
+    """Unwinds the agent when the run stops executing for now. Never catch it."""
+
+
+class Interrupted(Park):
+    def __init__(self, interrupt: Interrupt) -> None:
+        super().__init__(f"interrupted at {interrupt.name!r}")
+        self.interrupt = interrupt
+
+
+class Sleeping(Park):
+    def __init__(self, wake_at: float, entry: JournalEntry | None) -> None:
+        super().__init__(f"sleeping until {wake_at}")
+        self.wake_at = wake_at
+        self.entry = entry  # the journal entry to write with the park (first time only)
+
+
+class Yielded(Park):
+    """The budget is spent: continue in a fresh invocation."""
+
+
+class Cancelled(Park):
+    """The run was cancelled, or this process lost its lease."""
+
+
+# -- steps --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What a step function may ask for: its name and an idempotency key for the APIs it calls."""
+
+    name: str
+    key: str
+    run_id: str
+    attempt: int
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across re-runs of this step; different for every other step and run."""
+        return idempotency_key(self.run_id, self.key)
+
+
+def idempotency_key(run_id: str, key: str) -> str:
+    return hashlib.sha256(f"{run_id}\x00{key}".encode()).hexdigest()[:40]
+
+
+class StepFailed(AgentUnitError):
+    """A journaled step failure whose exception type cannot be rebuilt on replay."""
+
+    code = "step_failed"
+
+
+_ANY = object()
+_adapters: dict[Any, TypeAdapter[Any]] = {}
+_arity: dict[Any, bool] = {}
+
+
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    try:
+        return _adapters[annotation]
+    except KeyError:
+        adapter = _adapters[annotation] = TypeAdapter(annotation)
+        return adapter
+    except TypeError:  # unhashable annotation
+        return TypeAdapter(annotation)
+
+
+def _return_annotation(fn: Callable[..., Any]) -> Any:
+    annotations = getattr(fn, "__annotations__", None)
+    if not annotations or "return" not in annotations:
+        return _ANY
+    hint = inspect.get_annotations(fn, eval_str=True).get("return", _ANY)
+    return _ANY if hint is inspect.Signature.empty else hint
+
+
+def _wants_context(fn: Callable[..., Any]) -> bool:
+    code = getattr(fn, "__code__", fn)
+    try:
+        return _arity[code]
+    except KeyError:
+        pass
+    except TypeError:
+        code = None
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    if len(params) > 1:
+        raise TypeError(f"a step function takes no argument or one StepContext, not {len(params)}")
+    if code is not None:
+        _arity[code] = bool(params)
+    return bool(params)
+
+
+def _encode_error(exc: BaseException, step: str) -> dict[str, Any]:
+    cls = type(exc)
+    return {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(exc), "step": step}
+
+
+def _rebuild_error(error: dict[str, Any]) -> BaseException:
+    """The journaled exception, as the same type with the same message where possible."""
+    module, _, name = error["type"].rpartition(".")
+    try:
+        cls: Any = importlib.import_module(module)
+        for part in name.split("."):
+            cls = getattr(cls, part)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            exc = cls.__new__(cls)
+            exc.args = (error["message"],)
+            return exc
+    except Exception:  # noqa: BLE001 - any failure falls back to StepFailed below
+        pass
+    return StepFailed(f"step {error.get('step')!r} failed: {error['type']}: {error['message']}")
+
+
+def _encode(value: Any, annotation: Any, what: str, limit: int) -> str:
+    """``value`` as JSON text, refused with a clear error when it cannot be journaled."""
+    try:
+        if annotation is _ANY:
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
+        else:
+            text = _adapter(annotation).dump_json(value).decode()
+    except (TypeError, ValueError) as exc:
+        raise StepResultError(
+            f"{what} returned a value that cannot be stored as JSON ({type(value).__name__}): {exc}. "
+            "Return JSON data, a pydantic model or a dataclass."
+        ) from None
+    if len(text) > limit:
+        raise StepResultError(
+            f"{what} returned {len(text):,} bytes of JSON, over max_step_bytes ({limit:,}). "
+            "Keep large data out of the journal: store it elsewhere (a file, a bucket, a table) "
+            "and return its key from the step."
+        )
+    return text
+
+
+def _decode(text: str, annotation: Any) -> Any:
+    return json.loads(text) if annotation is _ANY else _adapter(annotation).validate_json(text)
+
+
+# -- state and secrets ----------------------------------------------------------------------
+
+
+class RunState:
+    """Key-value state scoped to the run's thread (default), its agent, or the whole app."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    def _scope(self, scope: Scope) -> str:
+        if scope == "thread":
+            return f"thread:{self._run.thread_id}"
+        if scope == "agent":
+            return f"agent:{self._run.agent}"
+        if scope == "app":
+            return "app"
+        raise ValueError(f"unknown state scope {scope!r}: use 'thread', 'agent' or 'app'")
+
+    async def get(self, key: str, default: Any = None, *, scope: Scope = "thread") -> Any:
+        text = await self._run._execution.store.get_state(self._scope(scope), key)
+        return default if text is None else json.loads(text)
+
+    async def set(self, key: str, value: Any, *, scope: Scope = "thread") -> None:
+        text = json.dumps(value, separators=(",", ":"), default=to_jsonable_python)
+        await self._run._execution.store.set_state(self._scope(scope), key, text)
+
+    async def delete(self, key: str, *, scope: Scope = "thread") -> None:
+        await self._run._execution.store.delete_state(self._scope(scope), key)
+
+
+class Secrets:
+    """Secrets from the host environment (process variables, or Workers bindings)."""
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return env.get(name, default)
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+class Run:
+    """A run as its agent sees it. Created by the engine for each execution."""
+
+    def __init__(self, execution: Execution, journal: dict[str, JournalEntry]) -> None:
+        record = execution.record
+        self.id: str = record.id
+        self.thread_id: str = record.thread_id
+        self.agent: str = record.agent
+        self.attempt: int = record.attempt
+        self.signal: asyncio.Event = execution.signal
+        self.state = RunState(self)
+        self.secrets = Secrets()
+        self._execution = execution
+        self._journal = journal
+        self._unreplayed = len(journal)
+        self._seen: dict[str, int] = {}
+
+    @property
+    def replaying(self) -> bool:
+        """True while journaled work is being replayed (nothing new has run yet)."""
+        return self._unreplayed > 0
+
+    def _key(self, kind: str, name: str) -> str:
+        base = f"{kind}:{name}"
+        count = self._seen.get(base, 0)
+        self._seen[base] = count + 1
+        return f"{base}#{count}"
+
+    def _replayed(self, key: str) -> JournalEntry | None:
+        entry = self._journal.get(key)
+        if entry is not None:
+            self._unreplayed -= 1
+        return entry
+
+    # steps
+
+    def step(self, name: str, fn: Callable[..., Awaitable[T]] | Callable[..., T], /) -> Awaitable[T]:
+        """Run ``fn`` once; a replay returns its journaled result (or raises its journaled error).
+
+        ``fn`` is sync or async and takes no argument or a :class:`StepContext`. The result
+        makes a JSON round trip and is validated to ``fn``'s return annotation, so it is the
+        same value whether the step ran or replayed.
+        """
+        return self._step(self._key("step", name), name, fn)
+
+    async def _step(self, key: str, name: str, fn: Callable[..., Any]) -> Any:
+        annotation = _return_annotation(fn)
+        entry = self._replayed(key)
+        if entry is not None:
+            if entry.error is not None:
+                raise _rebuild_error(entry.error)
+            return _decode(entry.value or "null", annotation)
+        execution = self._execution
+        execution.before_step()
+        execution.events.add(step_started(name))
+        context = StepContext(name, key, self.id, self.attempt)
+        token = _current_step.set(context)
+        try:
+            result = fn(context) if _wants_context(fn) else fn()
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
+            raise
+        finally:
+            _current_step.reset(token)
+        try:
+            text = _encode(result, annotation, f"step {name!r}", execution.max_step_bytes)
+        except StepResultError as exc:
+            await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
+            raise
+        await execution.commit(JournalEntry(key, text), step_finished(name))
+        return _decode(text, annotation)
+
+    def idempotency_key(self) -> str:
+        """The key of the step (or tool call) running now."""
+        context = _current_step.get()
+        if context is None or context.run_id != self.id:
+            raise RuntimeError("run.idempotency_key() was called outside a step: call it inside run.step(...)")
+        return context.idempotency_key
+
+    # pauses
+
+    @overload
+    async def interrupt(self, name: str, payload: Any = None) -> Any: ...
+
+    @overload
+    async def interrupt(self, name: str, payload: Any = None, *, answer: type[T]) -> T: ...
+
+    async def interrupt(self, name: str, payload: Any = None, *, answer: Any = _ANY) -> Any:
+        """Park until ``POST /runs/{id}/resume`` answers; return the answer validated as ``answer``.
+
+        The interrupt stores ``answer``'s JSON Schema, so a UI can render a form and a wrong
+        answer is refused while the run stays parked.
+        """
+        key = self._key("interrupt", name)
+        entry = self._replayed(key)
+        if entry is not None:
+            try:
+                return _decode(entry.value or "null", answer)
+            except ValidationError as exc:
+                raise NonDeterminismError(
+                    f"the answer journaled for interrupt {name!r} no longer fits {answer!r}: {exc}"
+                ) from None
+        payload_text = _encode(payload, _ANY, f"interrupt {name!r} payload", self._execution.max_step_bytes)
+        schema = None if answer is _ANY else _adapter(answer).json_schema()
+        raise Interrupted(Interrupt(name=name, key=key, payload=json.loads(payload_text), answer_schema=schema))
+
+    async def sleep(self, duration: Duration) -> None:
+        """Park until ``duration`` (``"10m"``, ``"2d"``, seconds or a ``timedelta``) has passed."""
+        delta = parse_duration(duration)
+        await self._sleep_until(lambda now: now + delta.total_seconds())
+
+    async def sleep_until(self, moment: datetime) -> None:
+        """Park until ``moment`` (an aware ``datetime``)."""
+        epoch = to_epoch(moment)
+        await self._sleep_until(lambda now: epoch)
+
+    async def _sleep_until(self, wake_at: Callable[[float], float]) -> None:
+        key = self._key("sleep", "")
+        entry = self._replayed(key)
+        now = self._execution.now()
+        if entry is None:
+            due = wake_at(now)
+            if due <= now:
+                return
+            raise Sleeping(due, JournalEntry(key, dumps(due)))
+        due = json.loads(entry.value or "0")
+        if due > now:
+            raise Sleeping(due, None)
+
+    # events
+
+    async def emit(self, name: str, value: Any = None) -> None:
+        """Emit a CUSTOM event (not while replaying: only new work reaches the stream)."""
+        if not self.replaying:
+            self._execution.events.add(custom(name, to_jsonable_python(value)))
+            self._execution.schedule_flush()

@@ -1,0 +1,31 @@
+"""Stores: one protocol, opened from a URL.
+
+``memory://`` and ``sqlite:///path.db`` ship with the runtime; shared stores join through
+``open_store`` with their own optional extra.
+"""
+
+from __future__ import annotations
+
+from .protocol import Store
+
+__all__ = ["DEFAULT_STORE_URL", "Store", "open_store"]
+
+DEFAULT_STORE_URL = "sqlite:///.agent-unit/agent-unit.db"
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open the store at ``url`` (the embedded SQLite file when ``None``)."""
+    url = url or DEFAULT_STORE_URL
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore()
+    if scheme == "sqlite":
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url)
+    raise ValueError(
+        f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db "
+        "(redis://, postgres:// and dynamodb:// come with their extras)"
+    )

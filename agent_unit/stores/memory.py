@@ -1,0 +1,142 @@
+"""``memory://``: the protocol in one process's memory, for tests and throwaway dev runs.
+
+Each method runs without awaiting, so on one event loop every call is atomic. Records are
+copied in and out, so a caller never holds the store's own object.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ..errors import LeaseLost, RunConflict, RunNotFound
+from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Run:
+    record: RunRecord
+    seq: int = 0
+    journal: dict[str, JournalEntry] = field(default_factory=dict)
+    events: list[StoredEvent] = field(default_factory=list)
+
+
+class MemoryStore:
+    url = "memory://"
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Run] = {}
+        self._state: dict[tuple[str, str], str] = {}
+
+    def _write(self, run: _Run, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
+        taken = [entry.key for entry in journal if entry.key in run.journal]
+        if taken:
+            raise RunConflict(f"run {run.record.id} already has a journal entry for {', '.join(taken)}")
+        for entry in journal:
+            run.journal[entry.key] = replace(entry)
+        for data in events:
+            run.seq += 1
+            run.events.append(StoredEvent(run.seq, data))
+        return run.seq
+
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        if record.id in self._runs:
+            raise RunConflict(f"run {record.id} already exists")
+        run = self._runs[record.id] = _Run(record.model_copy(deep=True))
+        return self._write(run, (), events)
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        run = self._runs.get(run_id)
+        return None if run is None else run.record.model_copy(deep=True)
+
+    async def save_run(
+        self,
+        record: RunRecord,
+        *,
+        expected_version: int,
+        journal: Sequence[JournalEntry] = (),
+        events: Sequence[str] = (),
+    ) -> int:
+        run = self._runs.get(record.id)
+        if run is None:
+            raise RunNotFound(f"run {record.id} does not exist")
+        if run.record.version != expected_version:
+            raise RunConflict(f"run {record.id} was changed by someone else: read it again and retry")
+        seq = self._write(run, journal, events)
+        run.record = record.model_copy(update={"version": expected_version + 1}, deep=True)
+        return seq
+
+    async def append(
+        self, run_id: str, *, owner: str, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
+    ) -> int:
+        run = self._runs.get(run_id)
+        if run is None or run.record.lease_owner != owner or run.record.status != RunStatus.running:
+            raise LeaseLost(f"run {run_id} is no longer held by this executor")
+        return self._write(run, journal, events)
+
+    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> bool:
+        run = self._runs.get(run_id)
+        if run is None or run.record.lease_owner != owner or run.record.status != RunStatus.running:
+            return False
+        run.record.lease_expires = run.record.due_at = expires
+        return True
+
+    async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
+        run = self._runs.get(run_id)
+        return {} if run is None else {key: replace(entry) for key, entry in run.journal.items()}
+
+    async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        run = self._runs.get(run_id)
+        if run is None:
+            return []
+        start = bisect.bisect_right([event.seq for event in run.events], after)
+        return run.events[start : None if limit is None else start + limit]
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        agent: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        found = [
+            run.record
+            for run_id, run in sorted(self._runs.items(), reverse=True)
+            if (status is None or run.record.status == status)
+            and (agent is None or run.record.agent == agent)
+            and (thread_id is None or run.record.thread_id == thread_id)
+            and (cursor is None or run_id < cursor)
+        ]
+        runs = [record.model_copy(deep=True) for record in found[:limit]]
+        return RunPage(runs, runs[-1].id if len(found) > limit else None)
+
+    async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
+        due = sorted(
+            (
+                run.record
+                for run in self._runs.values()
+                if run.record.due_at is not None and run.record.due_at <= before
+            ),
+            key=lambda record: record.due_at or 0.0,
+        )
+        return [record.model_copy(deep=True) for record in due[:limit]]
+
+    async def delete_run(self, run_id: str) -> bool:
+        return self._runs.pop(run_id, None) is not None
+
+    async def get_state(self, scope: str, key: str) -> str | None:
+        return self._state.get((scope, key))
+
+    async def set_state(self, scope: str, key: str, value: str) -> None:
+        self._state[(scope, key)] = value
+
+    async def delete_state(self, scope: str, key: str) -> None:
+        self._state.pop((scope, key), None)
+
+    async def close(self) -> None:
+        pass

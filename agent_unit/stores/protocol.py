@@ -1,0 +1,96 @@
+"""The store protocol: what every store guarantees, exactly, across processes.
+
+- ``save_run`` is a compare-and-set on ``version``: it lands only if nobody saved the run
+  since it was read; the loser gets :class:`~agent_unit.errors.RunConflict`.
+- ``append`` is fenced by the lease: it lands only while ``owner`` holds the run's lease
+  and the run is ``running``; otherwise :class:`~agent_unit.errors.LeaseLost`.
+- Event seqs are minted inside the write that stores them: strictly increasing per run,
+  never repeated, never reused after a restart.
+- Journal entries are unique per ``(run, key)``: a second write of a key is a conflict.
+- ``load_journal`` is one round trip; ``due_runs`` reads an index on ``due_at``, so the
+  sweep's cost follows the runs that are due, not all runs.
+
+A journal entry or record change and the events it produces are written in one
+transaction, so a journaled step costs one commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+
+__all__ = ["Store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    url: str
+    """The store's URL with any password removed: safe for logs and errors."""
+
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        """Insert a new run and its first events; return the last seq minted (0 if none).
+
+        Raises ``RunConflict`` if the id exists.
+        """
+        ...
+
+    async def load_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def save_run(
+        self,
+        record: RunRecord,
+        *,
+        expected_version: int,
+        journal: Sequence[JournalEntry] = (),
+        events: Sequence[str] = (),
+    ) -> int:
+        """Compare-and-set: store ``record`` as version ``expected_version + 1``.
+
+        Lands only if the stored version is still ``expected_version``, together with
+        ``journal`` and ``events`` in one transaction. Returns the last seq minted.
+        """
+        ...
+
+    async def append(
+        self, run_id: str, *, owner: str, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
+    ) -> int:
+        """Write journal entries and events while ``owner`` holds the lease of a running run."""
+        ...
+
+    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> bool:
+        """Extend the lease; False when ``owner`` lost it or the run is no longer running."""
+        ...
+
+    async def load_journal(self, run_id: str) -> dict[str, JournalEntry]: ...
+
+    async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]: ...
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        agent: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Newest first; ``cursor`` is the previous page's ``next_cursor``."""
+        ...
+
+    async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
+        """Runs whose ``due_at`` is at or before ``before``, soonest first."""
+        ...
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete a run, its journal and its events; False if it did not exist."""
+        ...
+
+    async def get_state(self, scope: str, key: str) -> str | None: ...
+
+    async def set_state(self, scope: str, key: str, value: str) -> None: ...
+
+    async def delete_state(self, scope: str, key: str) -> None: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,234 @@
+"""The store conformance suite: every store must pass it, unchanged, to ship.
+
+Written against the protocol only; ``store_factory`` (tests/conftest.py) gives each store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from agent_unit.errors import LeaseLost, RunConflict, RunNotFound
+from agent_unit.ids import new_id
+from agent_unit.records import JournalEntry, RunRecord, RunStatus
+from agent_unit.stores import Store
+
+from ..conftest import StoreFactory
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def make_record(**fields: object) -> RunRecord:
+    values: dict[str, object] = {
+        "id": new_id("run"),
+        "agent": "refund",
+        "thread_id": "t1",
+        "status": RunStatus.running,
+        "input": {"order_id": "o_1"},
+        "created_at": NOW,
+        "updated_at": NOW,
+        "version": 1,
+        "lease_owner": "a",
+        "lease_expires": 100.0,
+        "due_at": 100.0,
+    }
+    values.update(fields)
+    return RunRecord.model_validate(values)
+
+
+async def test_create_and_load_round_trip(store: Store) -> None:
+    record = make_record(usage=[{"provider": "p", "model": "m", "inputTokens": 3}])
+    assert await store.create_run(record, events=['{"type":"RUN_STARTED"}']) == 1
+    loaded = await store.load_run(record.id)
+    assert loaded == record
+    assert await store.load_run("run_missing") is None
+
+
+async def test_create_refuses_an_existing_id(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record)
+    with pytest.raises(RunConflict):
+        await store.create_run(record)
+
+
+async def test_save_is_compare_and_set(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record)
+    record.status = RunStatus.interrupted
+    await store.save_run(record, expected_version=1)
+    assert (await store.load_run(record.id)).version == 2  # type: ignore[union-attr]
+    stale = record.model_copy(update={"status": RunStatus.cancelled})
+    with pytest.raises(RunConflict):
+        await store.save_run(stale, expected_version=1)
+    loaded = await store.load_run(record.id)
+    assert loaded is not None and loaded.status == RunStatus.interrupted and loaded.version == 2
+    with pytest.raises(RunNotFound):
+        await store.save_run(make_record(), expected_version=1)
+
+
+async def test_a_failed_save_writes_nothing(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record, events=["{}"])
+    with pytest.raises(RunConflict):
+        await store.save_run(record, expected_version=7, journal=[JournalEntry("k", "1")], events=["{}"])
+    assert await store.load_journal(record.id) == {}
+    assert [event.seq for event in await store.read_events(record.id)] == [1]
+
+
+async def test_two_handles_racing_one_version_exactly_one_wins(store_factory: StoreFactory) -> None:
+    first, second = store_factory(), store_factory()
+    record = make_record()
+    await first.create_run(record)
+    results = []
+    for handle in (first, second):
+        try:
+            await handle.save_run(record, expected_version=1, journal=[JournalEntry("interrupt:x#0", "true")])
+            results.append("won")
+        except RunConflict:
+            results.append("conflict")
+    assert sorted(results) == ["conflict", "won"]
+    assert list(await first.load_journal(record.id)) == ["interrupt:x#0"]
+
+
+async def test_append_is_fenced_by_the_lease(store: Store) -> None:
+    record = make_record(lease_owner="a")
+    await store.create_run(record)
+    await store.append(record.id, owner="a", journal=[JournalEntry("step:a#0", "1")], events=["{}"])
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="b", journal=[JournalEntry("step:b#0", "2")])
+    record.lease_owner = "b"
+    await store.save_run(record, expected_version=1)
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="a", events=["{}"])
+    record.status = RunStatus.cancelled
+    await store.save_run(record, expected_version=2)
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="b", events=["{}"])
+    assert list(await store.load_journal(record.id)) == ["step:a#0"]
+
+
+async def test_journal_keys_are_unique(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record)
+    await store.append(record.id, owner="a", journal=[JournalEntry("step:a#0", "1")])
+    with pytest.raises(RunConflict):
+        await store.append(record.id, owner="a", journal=[JournalEntry("step:a#0", "2")], events=["{}"])
+    journal = await store.load_journal(record.id)
+    assert journal["step:a#0"].value == "1"
+    assert await store.read_events(record.id) == []
+
+
+async def test_journal_entries_keep_values_errors_and_meta(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record)
+    entries = [
+        JournalEntry("step:ok#0", '{"a":[1,2]}', meta={"hash": "abc"}),
+        JournalEntry("step:bad#0", error={"type": "builtins.ValueError", "message": "no", "step": "bad"}),
+    ]
+    await store.append(record.id, owner="a", journal=entries)
+    assert await store.load_journal(record.id) == {entry.key: entry for entry in entries}
+
+
+async def test_seqs_strictly_increase_across_every_kind_of_write(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record, events=["{}", "{}"])
+    await store.append(record.id, owner="a", events=["{}"])
+    await store.append(record.id, owner="a", journal=[JournalEntry("k", "1")])  # no events: no seq
+    record.status = RunStatus.interrupted
+    last = await store.save_run(record, expected_version=1, events=["{}", "{}"])
+    assert last == 5
+    assert [event.seq for event in await store.read_events(record.id)] == [1, 2, 3, 4, 5]
+    assert [event.seq for event in await store.read_events(record.id, after=3)] == [4, 5]
+    assert [event.seq for event in await store.read_events(record.id, after=1, limit=2)] == [2, 3]
+
+
+async def test_concurrent_appends_never_repeat_a_seq(store_factory: StoreFactory) -> None:
+    handles = [store_factory() for _ in range(3)]
+    record = make_record()
+    await handles[0].create_run(record)
+
+    async def writer(handle: Store, n: int) -> None:
+        for i in range(50):
+            await handle.append(record.id, owner="a", journal=[JournalEntry(f"w{n}:{i}", "1")], events=["{}"] * 2)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(writer(handle, n) for n, handle in enumerate(handles)))
+    seqs = [event.seq for event in await handles[0].read_events(record.id)]
+    assert seqs == list(range(1, 301))
+
+
+async def test_renew_lease(store: Store) -> None:
+    record = make_record(lease_owner="a")
+    await store.create_run(record)
+    assert await store.renew_lease(record.id, owner="a", expires=500.0)
+    loaded = await store.load_run(record.id)
+    assert loaded is not None and loaded.lease_expires == 500.0 and loaded.due_at == 500.0 and loaded.version == 1
+    assert not await store.renew_lease(record.id, owner="b", expires=900.0)
+    assert not await store.renew_lease("run_missing", owner="a", expires=900.0)
+
+
+async def test_due_runs_reads_only_what_is_due(store: Store) -> None:
+    records = [
+        make_record(status=RunStatus.sleeping, due_at=50.0, lease_owner=None),
+        make_record(status=RunStatus.running, due_at=10.0),
+        make_record(status=RunStatus.interrupted, due_at=None, lease_owner=None),
+        make_record(status=RunStatus.sleeping, due_at=500.0, lease_owner=None),
+    ]
+    for record in records:
+        await store.create_run(record)
+    due = await store.due_runs(before=60.0)
+    assert [record.id for record in due] == [records[1].id, records[0].id]
+    assert [record.id for record in await store.due_runs(before=60.0, limit=1)] == [records[1].id]
+
+
+async def test_list_filters_and_pages_newest_first(store: Store) -> None:
+    created = []
+    for i in range(5):
+        record = make_record(
+            agent="a" if i % 2 else "b",
+            thread_id=f"t{i % 2}",
+            status=RunStatus.interrupted if i < 3 else RunStatus.completed,
+        )
+        await store.create_run(record)
+        created.append(record.id)
+        await asyncio.sleep(0.002)  # ids sort by creation time in milliseconds
+    page = await store.list_runs(limit=2)
+    assert [run.id for run in page.runs] == created[::-1][:2]
+    rest = await store.list_runs(limit=10, cursor=page.next_cursor)
+    assert [run.id for run in rest.runs] == created[::-1][2:] and rest.next_cursor is None
+    assert {run.id for run in (await store.list_runs(status=RunStatus.interrupted)).runs} == set(created[:3])
+    assert {run.id for run in (await store.list_runs(agent="a")).runs} == {created[1], created[3]}
+    assert {run.id for run in (await store.list_runs(thread_id="t0", agent="b")).runs} == {
+        created[0],
+        created[2],
+        created[4],
+    }
+
+
+async def test_delete_removes_run_journal_and_events(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record, events=["{}"])
+    await store.append(record.id, owner="a", journal=[JournalEntry("k", "1")])
+    assert await store.delete_run(record.id)
+    assert await store.load_run(record.id) is None
+    assert await store.load_journal(record.id) == {}
+    assert await store.read_events(record.id) == []
+    assert not await store.delete_run(record.id)
+
+
+async def test_state(store: Store) -> None:
+    assert await store.get_state("thread:t1", "k") is None
+    await store.set_state("thread:t1", "k", "1")
+    await store.set_state("thread:t1", "k", "2")
+    await store.set_state("app", "k", "3")
+    assert await store.get_state("thread:t1", "k") == "2"
+    assert await store.get_state("app", "k") == "3"
+    await store.delete_state("thread:t1", "k")
+    assert await store.get_state("thread:t1", "k") is None
+    await store.delete_state("thread:t1", "missing")
+
+
+async def test_url_has_no_password(store: Store) -> None:
+    assert isinstance(store.url, str) and "@" not in store.url

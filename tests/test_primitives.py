@@ -1,0 +1,453 @@
+"""The run primitives: each guarantee with a test that fails without it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agent_unit import (
+    InvalidAnswer,
+    Run,
+    RunStatus,
+    StepContext,
+    StepResultError,
+    define_agent,
+    use_run,
+)
+from agent_unit.stores.sqlite import SQLiteStore
+from agent_unit.testing import create_test_unit
+
+
+class Order(BaseModel):
+    id: str
+    placed: datetime
+
+
+class Approval(BaseModel):
+    approved: bool
+
+
+class PaymentDeclined(Exception):
+    pass
+
+
+class Effects:
+    """Counts side effects in a file, so a count survives a restart of the engine."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, name: str) -> str:
+        with self.path.open("a") as f:
+            f.write(name + "\n")
+        return name
+
+    def count(self, name: str) -> int:
+        return self.path.read_text().splitlines().count(name) if self.path.exists() else 0
+
+
+@pytest.fixture
+def effects(tmp_path: Path) -> Effects:
+    return Effects(tmp_path / "effects.txt")
+
+
+async def test_pause_restart_resume_runs_each_effect_once(sqlite_path: Path, effects: Effects) -> None:
+    @define_agent
+    async def agent(input: dict[str, str], run: Run) -> str:
+        await run.step("load", lambda: effects("load"))
+        decision = await run.interrupt("approve", {"order": input["order"]}, answer=Approval)
+        await run.step("charge", lambda: effects("charge"))
+        return "refunded" if decision.approved else "declined"
+
+    first = create_test_unit({"refund": agent}, SQLiteStore(sqlite_path))
+    parked = await first.run("refund", {"order": "o_1"})
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None
+    assert parked.interrupt.payload == {"order": "o_1"}
+    await first.close()
+    await first.store.close()
+
+    second = create_test_unit({"refund": agent}, SQLiteStore(sqlite_path))  # a restart: new engine, same file
+    done = await second.resume(parked.id, {"approved": True})
+    assert done.status == RunStatus.completed and done.output == "refunded"
+    assert effects.count("load") == 1 and effects.count("charge") == 1
+    await second.close()
+    await second.store.close()
+
+
+async def test_step_results_are_identical_run_or_replayed() -> None:
+    seen: list[Any] = []
+
+    def load() -> Order:
+        return Order(id="o_1", placed=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+
+    async def load_async() -> Order:
+        return load()
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        seen.append(await run.step("typed", load))
+        seen.append(await run.step("typed-async", load_async))
+        seen.append(await run.step("untyped", lambda: {"when": datetime(2026, 1, 2, tzinfo=UTC), "n": (1, 2)}))
+        await run.interrupt("wait")
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    first = list(seen)
+    seen.clear()
+    await unit.resume(parked.id)
+    assert seen == first
+    assert isinstance(seen[0], Order) and isinstance(seen[1], Order)
+    assert seen[2] == {"when": "2026-01-02T00:00:00Z", "n": [1, 2]}  # a JSON round trip on the first run too
+
+
+async def test_failed_steps_are_journaled_and_reraised_on_replay(effects: Effects) -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        def charge() -> None:
+            effects("charge")
+            raise PaymentDeclined("card declined")
+
+        try:
+            await run.step("charge", charge)
+        except PaymentDeclined as exc:
+            outcome = f"declined: {exc}"
+        await run.interrupt("review")
+        return outcome
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    done = await unit.resume(parked.id)
+    assert done.output == "declined: card declined"
+    assert effects.count("charge") == 1
+
+
+async def test_unimportable_error_types_replay_as_step_failed() -> None:
+    from agent_unit.run import StepFailed, _rebuild_error
+
+    error = _rebuild_error({"type": "nowhere.Missing", "message": "gone", "step": "s"})
+    assert isinstance(error, StepFailed) and "nowhere.Missing: gone" in str(error)
+    assert isinstance(_rebuild_error({"type": "builtins.KeyError", "message": "k", "step": "s"}), KeyError)
+
+
+async def test_parallel_steps_get_deterministic_keys(effects: Effects) -> None:
+    keys: list[list[str]] = []
+
+    @define_agent
+    async def agent(input: None, run: Run) -> list[int]:
+        async def slow(i: int, ctx: StepContext) -> int:
+            await asyncio.sleep(0.001 * (5 - i))  # finish in reverse order
+            effects(f"fetch-{i}")
+            return i
+
+        results = await asyncio.gather(*(run.step("fetch", lambda ctx, i=i: slow(i, ctx)) for i in range(5)))
+        keys.append([f"{i}" for i in results])
+        await run.interrupt("wait")
+        return results
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    done = await unit.resume(parked.id)
+    assert done.output == [0, 1, 2, 3, 4]
+    assert keys[0] == keys[1]
+    assert all(effects.count(f"fetch-{i}") == 1 for i in range(5))
+
+
+async def test_idempotency_keys_are_stable_and_unique() -> None:
+    keys: list[tuple[str, str, str]] = []
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        a = await run.step("charge", lambda step: step.idempotency_key)
+        b = await run.step("charge", lambda: use_run().idempotency_key())
+        c = await run.step("refund", lambda step: step.idempotency_key)
+        keys.append((a, b, c))
+        await run.interrupt("wait")
+
+    unit = create_test_unit({"a": agent})
+    one = await unit.run("a")
+    await unit.run("a")
+    await unit.resume(one.id)
+    run_one, run_two, replayed = keys
+    assert len(set(run_one)) == 3  # different for every step
+    assert not set(run_one) & set(run_two)  # and every run
+    assert replayed == run_one  # stable across re-runs
+
+
+async def test_idempotency_key_outside_a_step_is_a_clear_error() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        return run.idempotency_key()
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.status == RunStatus.failed and record.error is not None
+    assert "outside a step" in record.error.message
+
+
+async def test_except_exception_does_not_swallow_a_park() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        try:
+            answer = await run.interrupt("approve", answer=Approval)
+        except Exception:  # noqa: BLE001 - what users write
+            return "swallowed"
+        return "approved" if answer.approved else "declined"
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    assert parked.status == RunStatus.interrupted
+    assert (await unit.resume(parked.id, {"approved": True})).output == "approved"
+
+
+async def test_typed_answers_store_their_schema_and_refuse_bad_answers() -> None:
+    @dataclass
+    class Choice:
+        option: int
+        reason: str = ""
+
+    @define_agent
+    async def agent(input: None, run: Run) -> int:
+        choice = await run.interrupt("pick", ["a", "b"], answer=Choice)
+        assert isinstance(choice, Choice)
+        return choice.option
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    assert parked.interrupt is not None and parked.interrupt.answer_schema is not None
+    assert parked.interrupt.answer_schema["required"] == ["option"]
+    for bad in ({"option": "first"}, {"reason": "no option"}, [1], None):
+        with pytest.raises(InvalidAnswer):
+            await unit.resume(parked.id, bad)
+        still = await unit.get(parked.id)
+        assert still.status == RunStatus.interrupted and still.version == parked.version
+    assert (await unit.resume(parked.id, {"option": 1})).output == 1
+
+
+async def test_sleep_by_string_timedelta_and_datetime() -> None:
+    woke: list[str] = []
+
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.sleep("2d")
+        if not run.replaying:
+            woke.append("string")
+        await run.sleep(timedelta(hours=1))
+        if not run.replaying:
+            woke.append("timedelta")
+        await run.sleep_until(datetime.fromtimestamp(run._execution.now(), UTC) + timedelta(minutes=5))
+        if not run.replaying:
+            woke.append("datetime")
+        return "done"
+
+    unit = create_test_unit({"a": agent})
+    record = await unit.run("a")
+    assert record.status == RunStatus.sleeping and record.wake_at is not None
+    await unit.advance("1d")
+    assert (await unit.get(record.id)).status == RunStatus.sleeping and woke == []
+    await unit.advance("1d")
+    assert woke == ["string"]
+    await unit.advance("1h")
+    await unit.advance("6m")
+    done = await unit.get(record.id)
+    assert done.status == RunStatus.completed and woke == ["string", "timedelta", "datetime"]
+
+
+async def test_bad_sleep_duration_fails_the_run_clearly() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        await run.sleep("2 fortnights")
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.status == RunStatus.failed and record.error is not None
+    assert "invalid duration '2 fortnights'" in record.error.message
+
+
+async def test_step_result_over_max_step_bytes_is_a_clear_error_not_a_retry(effects: Effects) -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        await run.step("download", lambda: effects("download") * 100_000)
+
+    unit = create_test_unit({"a": agent}, max_step_bytes=256 * 1024)
+    record = await unit.run("a")
+    assert record.status == RunStatus.failed and record.error is not None
+    assert "step 'download'" in record.error.message and "max_step_bytes" in record.error.message
+    assert effects.count("download") == 1
+
+
+async def test_non_json_step_result_names_the_step() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        await run.step("open-socket", lambda: object())
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.status == RunStatus.failed and record.error is not None
+    assert record.error.type == "StepResultError"
+    assert "step 'open-socket'" in record.error.message and "JSON" in record.error.message
+
+
+async def test_step_result_error_is_raised_to_agent_code() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        try:
+            await run.step("bad", lambda: object())
+        except StepResultError as exc:
+            return exc.message
+        return "no error"
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert "step 'bad'" in record.output
+
+
+async def test_state_scopes() -> None:
+    @define_agent
+    async def writer(input: str, run: Run) -> None:
+        await run.state.set("who", input)
+        await run.state.set("who", input, scope="agent")
+        await run.state.set("who", input, scope="app")
+
+    @define_agent
+    async def reader(input: None, run: Run) -> dict[str, Any]:
+        return {scope: await run.state.get("who", scope=scope) for scope in ("thread", "agent", "app")}
+
+    @define_agent
+    async def reader_twin(input: None, run: Run) -> dict[str, Any]:
+        await run.state.delete("who", scope="app")
+        return {scope: await run.state.get("who", "none", scope=scope) for scope in ("thread", "agent", "app")}
+
+    unit = create_test_unit({"writer": writer, "reader": reader, "twin": reader_twin})
+    await unit.run("writer", "ann", thread_id="t1")
+    assert (await unit.run("reader", None, thread_id="t1")).output == {"thread": "ann", "agent": None, "app": "ann"}
+    assert (await unit.run("reader", None, thread_id="t2")).output == {"thread": None, "agent": None, "app": "ann"}
+    assert (await unit.run("twin", None, thread_id="t2")).output == {"thread": "none", "agent": "none", "app": "none"}
+
+
+async def test_unknown_state_scope() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        await run.state.get("k", scope="user")
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.error is not None and "unknown state scope 'user'" in record.error.message
+
+
+async def test_secrets_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_unit import env
+
+    monkeypatch.setenv("PAYMENTS_KEY", "sk_test")
+
+    @define_agent
+    async def agent(input: None, run: Run) -> list[str | None]:
+        return [run.secrets.get("PAYMENTS_KEY"), run.secrets.get("MISSING"), run.secrets.get("BOUND")]
+
+    unit = create_test_unit({"a": agent})
+    assert (await unit.run("a")).output == ["sk_test", None, None]
+    env.bind({"BOUND": "from-binding"})
+    try:
+        assert (await unit.run("a")).output == ["sk_test", None, "from-binding"]
+    finally:
+        env.bind(None)
+
+
+async def test_use_run_outside_a_run() -> None:
+    with pytest.raises(RuntimeError, match="outside a run"):
+        use_run()
+
+
+async def test_use_run_inside_helpers_and_identity() -> None:
+    async def helper() -> dict[str, Any]:
+        run = use_run()
+        return {"id": run.id, "thread": run.thread_id, "agent": run.agent, "attempt": run.attempt}
+
+    @define_agent
+    async def agent(input: None, run: Run) -> dict[str, Any]:
+        return await helper()
+
+    record = await create_test_unit({"a": agent}).run("a", thread_id="t9")
+    assert record.output == {"id": record.id, "thread": "t9", "agent": "a", "attempt": 1}
+
+
+async def test_emit_and_replay_emits_nothing_for_replayed_work() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.step("one", lambda: 1)
+        await run.emit("progress", {"done": 1})
+        await run.interrupt("wait")
+        await run.step("two", lambda: 2)
+        await run.emit("progress", {"done": 2})
+        return "ok"
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    await unit.resume(parked.id)
+    events = await unit.events(parked.id)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    summary = [(e["type"], e.get("stepName") or e.get("value")) for e in events]
+    assert summary == [
+        ("RUN_STARTED", None),
+        ("STEP_STARTED", "one"),
+        ("STEP_FINISHED", "one"),
+        ("CUSTOM", {"done": 1}),
+        ("RUN_INTERRUPTED", None),
+        ("RUN_STARTED", None),
+        ("STEP_STARTED", "two"),
+        ("STEP_FINISHED", "two"),
+        ("CUSTOM", {"done": 2}),
+        ("RUN_FINISHED", None),
+    ]
+
+
+async def test_signal_is_set_when_the_run_is_cancelled() -> None:
+    started = asyncio.Event()
+    observed: list[bool] = []
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        async def long_work() -> None:
+            started.set()
+            try:
+                await run.signal.wait()
+            finally:
+                observed.append(run.signal.is_set())
+
+        await run.step("long", long_work)
+
+    unit = create_test_unit({"a": agent})
+    record = await unit.engine.start("a", None)
+    await started.wait()
+    await unit.cancel(record.id)
+    await unit.engine.wait(record.id)
+    assert observed == [True]
+
+
+async def test_a_parked_run_holds_no_task_timer_or_memory() -> None:
+    refs: list[weakref.ref[Run]] = []
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        refs.append(weakref.ref(run))
+        await run.step("s", lambda: 1)
+        await run.interrupt("wait")
+
+    @define_agent
+    async def sleeper(input: None, run: Run) -> None:
+        refs.append(weakref.ref(run))
+        await run.sleep("3d")
+
+    from agent_unit import RunEngine
+    from agent_unit.stores.memory import MemoryStore
+
+    engine = RunEngine({"a": agent, "s": sleeper}, MemoryStore())  # real clock: timers would be armed
+    await engine.start("a", None, wait=True)
+    await engine.start("s", None, wait=True)
+    await asyncio.sleep(0)
+    gc.collect()
+    assert engine._executions == {} and engine._timers == {} and engine._background == set()
+    assert all(ref() is None for ref in refs)
+    await engine.aclose()
