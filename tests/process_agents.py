@@ -1,0 +1,53 @@
+"""Agents that tests run in child processes (importable by a fresh interpreter).
+
+Effects are appended to the file named by ``EFFECTS_FILE``, so a count survives the
+process that made it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from agent_unit import Run, StepContext, define_agent
+
+
+def effect(line: str) -> None:
+    with Path(os.environ["EFFECTS_FILE"]).open("a") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@define_agent
+async def crashable(input: None, run: Run) -> str:
+    """Step two hangs (in the process that will be killed) after recording its start."""
+    await run.step("one", lambda step: effect(f"one {step.idempotency_key}"))
+
+    async def two(step: StepContext) -> str:
+        effect(f"two-start {step.idempotency_key}")
+        if os.environ.get("HANG_IN_STEP_TWO"):
+            Path(os.environ["HANG_MARKER"]).write_text("in step two")
+            await asyncio.sleep(3600)
+        effect(f"two-done {step.idempotency_key}")
+        return "charged"
+
+    return await run.step("two", two)
+
+
+@define_agent
+async def approval(input: int, run: Run) -> str:
+    answer = await run.interrupt("approve", input)
+    await run.step("after", lambda: effect(f"after-approval {run.id}"))
+    return f"approved {answer}"
+
+
+@define_agent
+async def nap(input: int, run: Run) -> str:
+    await run.sleep("1s")
+    await run.step("after", lambda: effect(f"after-nap {run.id}"))
+    return "awake"
+
+
+AGENTS = {"crashable": crashable, "approval": approval, "nap": nap}
