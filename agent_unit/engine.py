@@ -169,8 +169,7 @@ class RunEngine:
             lease_expires=now + self.lease_ttl,
             due_at=now + self.lease_ttl,
         )
-        started = {**ev.run_started(record.id, record.thread_id), "timestamp": ev.now_ms()}
-        await self.store.create_run(record, events=[ev.dumps(started)])
+        await self.store.create_run(record, events=[ev.dumps(ev.run_started(record.id, record.thread_id))])
         self._spawn(record)
         return await self.wait(record.id) if wait else record
 
@@ -305,12 +304,8 @@ class RunEngine:
         record.updated_at = to_datetime(now)  # type: ignore[assignment]
         if recovered:
             record.attempt += 1
-        stamp = ev.now_ms()
         await self.store.save_run(
-            record,
-            expected_version=expected,
-            journal=journal,
-            events=[ev.dumps({**event, "timestamp": stamp}) for event in events],
+            record, expected_version=expected, journal=journal, events=[ev.dumps(event) for event in events]
         )
         record.version = expected + 1
         self._disarm(record.id)

@@ -34,30 +34,42 @@ def now_ms() -> int:
 
 
 def run_started(run_id: str, thread_id: str) -> dict[str, Any]:
-    return {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
+    return {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id, "timestamp": now_ms()}
 
 
 def run_finished(run_id: str, thread_id: str, result: Any, usage: list[dict[str, Any]]) -> dict[str, Any]:
-    event: dict[str, Any] = {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id, "result": result}
+    event: dict[str, Any] = {
+        "type": "RUN_FINISHED",
+        "threadId": thread_id,
+        "runId": run_id,
+        "result": result,
+        "timestamp": now_ms(),
+    }
     if usage:
         event["usage"] = usage
     return event
 
 
 def run_error(message: str, code: str) -> dict[str, Any]:
-    return {"type": "RUN_ERROR", "message": message, "code": code}
+    return {"type": "RUN_ERROR", "message": message, "code": code, "timestamp": now_ms()}
 
 
 def run_interrupted(run_id: str, thread_id: str, interrupt: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "RUN_INTERRUPTED", "threadId": thread_id, "runId": run_id, "interrupt": interrupt}
+    return {
+        "type": "RUN_INTERRUPTED",
+        "threadId": thread_id,
+        "runId": run_id,
+        "interrupt": interrupt,
+        "timestamp": now_ms(),
+    }
 
 
 def run_sleeping(run_id: str, thread_id: str, wake_at: str) -> dict[str, Any]:
-    return {"type": "RUN_SLEEPING", "threadId": thread_id, "runId": run_id, "wakeAt": wake_at}
+    return {"type": "RUN_SLEEPING", "threadId": thread_id, "runId": run_id, "wakeAt": wake_at, "timestamp": now_ms()}
 
 
 def run_cancelled(run_id: str, thread_id: str) -> dict[str, Any]:
-    return {"type": "RUN_CANCELLED", "threadId": thread_id, "runId": run_id}
+    return {"type": "RUN_CANCELLED", "threadId": thread_id, "runId": run_id, "timestamp": now_ms()}
 
 
 def step_started(name: str) -> dict[str, Any]:

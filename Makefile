@@ -1,0 +1,23 @@
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+
+.PHONY: demo test bench
+
+# One environment for everything: the runtime, the CLI and the test tools.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: $(VENV)/.installed  ## the refund example: pause, restart in a new process, resume
+	$(PY) examples/refund/main.py
+
+test: $(VENV)/.installed  ## lint, then the whole test suite
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md)
+	$(PY) bench/run.py
