@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "FINISHED",
-    "LIVE",
     "Interrupt",
     "JournalEntry",
     "RunError",
@@ -34,7 +33,6 @@ class RunStatus(StrEnum):
 
 
 FINISHED = frozenset({RunStatus.completed, RunStatus.failed, RunStatus.cancelled})
-LIVE = frozenset(RunStatus) - FINISHED
 
 
 class Interrupt(BaseModel):

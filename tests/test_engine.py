@@ -359,3 +359,34 @@ async def test_engine_restart_recovers_a_run_whose_lease_lapsed(store_factory: S
     await second.advance("11s")
     done = await second.get(record.id)
     assert done.status == RunStatus.completed and done.attempt == 2 and ran == [1, 2]
+
+
+async def test_shutdown_hands_a_running_run_back_for_another_process(store_factory: StoreFactory) -> None:
+    ran: list[str] = []
+    entered = asyncio.Event()
+
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.step("one", lambda: ran.append("one"))
+
+        async def slow() -> None:
+            ran.append("slow")
+            if ran.count("slow") == 1:  # only the first time: the process is stopped in here
+                entered.set()
+                await asyncio.sleep(3600)
+
+        await run.step("slow", slow)
+        await run.step("two", lambda: ran.append("two"))
+        return "done"
+
+    first = create_test_unit({"a": agent}, store_factory())
+    record = await first.engine.start("a", None)
+    await entered.wait()
+    await first.close()  # a deploy stops this process mid-step
+    released = await first.get(record.id)
+    assert released.status == RunStatus.queued and released.lease_owner is None
+    second = create_test_unit({"a": agent}, store_factory(), clock=first.clock)
+    result = await second.engine.sweep(wait=True)  # due at once: no waiting for a lease to lapse
+    assert result.recovered == 1
+    assert (await second.get(record.id)).output == "done"
+    assert ran == ["one", "slow", "slow", "two"]  # the interrupted step runs again; the finished one does not
