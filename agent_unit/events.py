@@ -25,8 +25,11 @@ _MERGEABLE = {
 }
 
 
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one encoder: json.dumps builds one per call
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _encoder.encode(value)
 
 
 def now_ms() -> int:

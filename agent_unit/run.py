@@ -184,21 +184,21 @@ def _rebuild_error(error: dict[str, Any]) -> BaseException:
     return StepFailed(f"step {error.get('step')!r} failed: {error['type']}: {error['message']}")
 
 
+_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
+
+
 def _encode(value: Any, annotation: Any, what: str, limit: int) -> str:
     """``value`` as JSON text, refused with a clear error when it cannot be journaled."""
     try:
-        if annotation is _ANY:
-            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
-        else:
-            text = _adapter(annotation).dump_json(value).decode()
+        text = _json.encode(value) if annotation is _ANY else _adapter(annotation).dump_json(value).decode()
     except (TypeError, ValueError) as exc:
         raise StepResultError(
-            f"{what} returned a value that cannot be stored as JSON ({type(value).__name__}): {exc}. "
+            f"{what} cannot be stored as JSON ({type(value).__name__}): {exc}. "
             "Return JSON data, a pydantic model or a dataclass."
         ) from None
     if len(text) > limit:
         raise StepResultError(
-            f"{what} returned {len(text):,} bytes of JSON, over max_step_bytes ({limit:,}). "
+            f"{what} is {len(text):,} bytes of JSON, over max_step_bytes ({limit:,}). "
             "Keep large data out of the journal: store it elsewhere (a file, a bucket, a table) "
             "and return its key from the step."
         )
@@ -316,7 +316,7 @@ class Run:
         finally:
             _current_step.reset(token)
         try:
-            text = _encode(result, annotation, f"step {name!r}", execution.max_step_bytes)
+            text = _encode(result, annotation, f"the result of step {name!r}", execution.max_step_bytes)
         except StepResultError as exc:
             await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
             raise
@@ -353,7 +353,7 @@ class Run:
                 raise NonDeterminismError(
                     f"the answer journaled for interrupt {name!r} no longer fits {answer!r}: {exc}"
                 ) from None
-        payload_text = _encode(payload, _ANY, f"interrupt {name!r} payload", self._execution.max_step_bytes)
+        payload_text = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
         schema = None if answer is _ANY else _adapter(answer).json_schema()
         raise Interrupted(Interrupt(name=name, key=key, payload=json.loads(payload_text), answer_schema=schema))
 

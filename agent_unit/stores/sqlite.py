@@ -122,10 +122,11 @@ class SQLiteStore:
     ) -> None:
         if journal:
             try:
-                db.executemany(
-                    "INSERT INTO journal (run_id, key, value, error, meta) VALUES (?, ?, ?, ?, ?)",
-                    [journal_row(run_id, entry) for entry in journal],
-                )
+                for entry in journal:
+                    db.execute(
+                        "INSERT INTO journal (run_id, key, value, error, meta) VALUES (?, ?, ?, ?, ?)",
+                        journal_row(run_id, entry),
+                    )
             except sqlite3.IntegrityError:
                 keys = ", ".join(entry.key for entry in journal)
                 raise RunConflict(f"run {run_id} already has a journal entry for {keys}") from None
