@@ -1,0 +1,17 @@
+"""The runtime ships into every Lambda and Worker: importing it must not pull in the CLI or heavy extras."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("agent_unit_cli", "typer", "rich", "jinja2", "jsonschema", "ag_ui", "starlette", "redis", "psycopg", "boto3")
+
+
+def test_import_agent_unit_loads_nothing_heavy() -> None:
+    code = (
+        "import sys, agent_unit, agent_unit.testing, agent_unit.discovery, agent_unit.runtime\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
