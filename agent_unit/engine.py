@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import os
 import socket
@@ -30,11 +29,11 @@ from . import events as ev
 from .agent import Agent
 from .clock import Clock, SystemClock, to_datetime
 from .durations import Duration, parse_duration
-from .errors import AgentNotFound, AgentUnitError, InvalidAnswer, NotInterrupted, RunConflict, RunNotFound
+from .errors import AgentNotFound, InvalidAnswer, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
 from .execution import Execution
 from .ids import new_id
 from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
-from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
+from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run, answer_adapter, resolve_type_ref
 from .stores import Store, open_store
 
 __all__ = ["RunEngine", "SweepResult"]
@@ -68,6 +67,8 @@ class RunEngine:
     ``budget``: yield at the next step boundary after this long and continue in a fresh
     execution (``on_continue(run_id)`` hands it to the host; in-process otherwise).
     ``schedule_wake(run_id, at)``: hand wake-ups to another scheduler instead of timers.
+    ``background_sweep``: sweep every ``sweep_interval`` in this process (from the first
+    execution, or ``start_background()``); turn it off where a host scheduler sweeps.
     """
 
     def __init__(
@@ -84,6 +85,7 @@ class RunEngine:
         max_step_bytes: int = 256 * 1024,
         schedule_wake: ScheduleWake | None = None,
         on_continue: OnContinue | None = None,
+        background_sweep: bool = True,
         owner: str | None = None,
     ) -> None:
         self.agents = dict(agents)
@@ -105,6 +107,10 @@ class RunEngine:
         self._executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        # A long-lived process sweeps by itself (from its first execution on); serverless
+        # hosts pass background_sweep=False and call sweep() from their scheduler.
+        self._sweeps = background_sweep and not self.clock.manual
+        self._sweeper: asyncio.Task[None] | None = None
 
     # -- reading -------------------------------------------------------------------------
 
@@ -127,7 +133,7 @@ class RunEngine:
             try:
                 status = RunStatus(status)
             except ValueError:
-                raise AgentUnitError(
+                raise InvalidArgument(
                     f"unknown status {status!r}: use one of {', '.join(s.value for s in RunStatus)}"
                 ) from None
         return await self.store.list_runs(status=status, agent=agent, thread_id=thread_id, limit=limit, cursor=cursor)
@@ -171,7 +177,7 @@ class RunEngine:
         )
         await self.store.create_run(record, events=[ev.dumps(ev.run_started(record.id, record.thread_id))])
         self._spawn(record)
-        return await self.wait(record.id) if wait else record
+        return await self.wait(record.id) if wait else record.model_copy()
 
     async def resume(self, run_id: str, answer: Any, *, wait: bool = False) -> RunRecord:
         """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema."""
@@ -272,8 +278,17 @@ class RunEngine:
                 log.exception("agent-unit sweep failed")
             await asyncio.sleep(self.sweep_interval)
 
+    def start_background(self) -> None:
+        """Start the sweep loop now (a server calls this at startup, so sleepers wake on time)."""
+        if self._sweeps and self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(self.run_sweeps(), name="agent-unit sweep")
+
     async def aclose(self) -> None:
-        """Stop local executions (their runs are released for another process) and timers."""
+        """Stop local executions (their runs are released for another process), timers and sweeps."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
         for run_id in list(self._timers):
             self._disarm(run_id)
         tasks = [task for task, _ in self._executions.values()]
@@ -312,6 +327,7 @@ class RunEngine:
         self._spawn(record)
 
     def _spawn(self, record: RunRecord) -> None:
+        self.start_background()
         execution = Execution(
             record,
             self.store,
@@ -340,13 +356,15 @@ class RunEngine:
 
     async def _execute(self, execution: Execution) -> None:
         record = execution.record
-        renewal = asyncio.ensure_future(self._keep_lease(execution))
+        renewal = asyncio.ensure_future(self._keep_lease(execution, asyncio.current_task()))
         token = None
         try:
             agent = self.agents.get(record.agent)
             journal = await self.store.load_journal(record.id)
             run = Run(execution, journal)
             token = _current_run.set(run)
+            outcome: BaseException | None = None
+            output: Any = None
             try:
                 if agent is None:
                     raise AgentNotFound(f"run {record.id} is for agent {record.agent!r}, which this deployment lacks")
@@ -358,30 +376,48 @@ class RunEngine:
                         f"agent {record.agent!r} returned a value that does not fit its return type: {exc}"
                     ) from None
             except Park as park:
-                await self._park(execution, park)
+                await execution.settle()  # journal steps still running beside the park first
+                outcome = park
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
-                await self._end(execution, RunStatus.failed, error=exc)
-            else:
-                await self._end(execution, RunStatus.completed, output=output)
+                outcome = exc
+            renewal.cancel()  # from here on this execution only saves its outcome
+            try:
+                if isinstance(outcome, Park):
+                    await self._park(execution, outcome)
+                elif outcome is not None:
+                    await self._end(execution, RunStatus.failed, error=outcome)
+                else:
+                    await self._end(execution, RunStatus.completed, output=output)
+            except Exception:
+                log.exception("saving run %s failed; the sweep will recover it once its lease lapses", record.id)
         except asyncio.CancelledError:
             if execution.stop_reason == "shutdown":
                 await self._release(execution)
             if execution.stop_reason is None:
                 raise
+        except Exception:
+            log.exception("executing run %s failed; the sweep will recover it once its lease lapses", record.id)
         finally:
             renewal.cancel()
             execution.close()
             if token is not None:
                 _current_run.reset(token)
 
-    async def _keep_lease(self, execution: Execution) -> None:
+    async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
+        """Renew the lease while the run executes; stop this execution if it was lost."""
         record = execution.record
         while True:
             await asyncio.sleep(self.lease_ttl / 3)
             expires = self.clock.time() + self.lease_ttl
-            if not await self.store.renew_lease(record.id, owner=self.owner, expires=expires):
-                self._stop(record.id, "lost")
+            async with execution.lock:
+                version = await self.store.renew_lease(record.id, owner=self.owner, expires=expires)
+            if version is None:
+                execution.stop_reason = "lost"
+                execution.signal.set()
+                if task is not None:
+                    task.cancel()
                 return
+            record.version = version
             record.lease_expires = record.due_at = expires
 
     async def _save(
@@ -389,9 +425,9 @@ class RunEngine:
     ) -> bool:
         """Save the run's new status with its pending events; False if someone else changed it."""
         record = execution.record
-        expected = record.version
         record.updated_at = to_datetime(self.clock.time())  # type: ignore[assignment]
         async with execution.lock:
+            expected = record.version  # read under the lock: a lease renewal bumps it
             try:
                 await self.store.save_run(
                     record, expected_version=expected, journal=journal, events=execution.events.drain(event)
@@ -460,6 +496,9 @@ class RunEngine:
                 await self._continue(record.id)
         elif isinstance(park, Cancelled):
             pass  # whoever cancelled it (or took it over) saved the run
+        else:
+            error = RuntimeError(f"agent code raised {type(park).__name__}, which only agent-unit may raise")
+            await self._end(execution, RunStatus.failed, error=error)
 
     async def _release(self, execution: Execution) -> None:
         """On shutdown: hand the run back so any process's next sweep continues it at once."""
@@ -518,23 +557,38 @@ class RunEngine:
 
 
 def _check_answer(record: RunRecord, answer: Any) -> None:
-    """Refuse an answer that does not fit the interrupt's JSON Schema; the run stays parked."""
-    assert record.interrupt is not None
+    """Refuse an answer that does not fit the interrupt; the run stays parked.
+
+    The answer's class is imported where it can be (so pydantic validators run too);
+    otherwise its JSON Schema, stored on the interrupt, is checked.
+    """
+    interrupt = record.interrupt
+    assert interrupt is not None
     try:
-        json.dumps(answer)
+        ev.dumps(answer)
     except (TypeError, ValueError):
-        raise InvalidAnswer(f"the answer to {record.interrupt.name!r} is not JSON") from None
-    schema = record.interrupt.answer_schema
-    if not schema:
+        raise InvalidAnswer(f"the answer to {interrupt.name!r} is not JSON") from None
+    answer_type = resolve_type_ref(interrupt.answer_type) if interrupt.answer_type else None
+    if answer_type is not None:
+        try:
+            answer_adapter(answer_type).validate_python(answer)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_context=False)
+            details = [{"loc": list(error["loc"]), "msg": error["msg"]} for error in errors]
+            where = ".".join(str(part) for part in errors[0]["loc"]) or "answer"
+            raise InvalidAnswer(
+                f"the answer does not fit interrupt {interrupt.name!r}: {where}: {errors[0]['msg']}", details=details
+            ) from None
+        return
+    if not interrupt.answer_schema:
         return
     import jsonschema  # lazily: only a resume pays for it
 
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
-    if errors:
-        details = [{"loc": list(error.absolute_path), "msg": error.message} for error in errors]
-        where = ".".join(str(part) for part in errors[0].absolute_path) or "answer"
+    validator = jsonschema.Draft202012Validator(interrupt.answer_schema)
+    found = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
+    if found:
+        details = [{"loc": list(error.absolute_path), "msg": error.message} for error in found]
+        where = ".".join(str(part) for part in found[0].absolute_path) or "answer"
         raise InvalidAnswer(
-            f"the answer does not fit interrupt {record.interrupt.name!r}: {where}: {errors[0].message}",
-            details=details,
+            f"the answer does not fit interrupt {interrupt.name!r}: {where}: {found[0].message}", details=details
         )

@@ -13,6 +13,7 @@ __all__ = [
     "AgentUnitError",
     "DiscoveryError",
     "InvalidAnswer",
+    "InvalidArgument",
     "InvalidInput",
     "LeaseLost",
     "NonDeterminismError",
@@ -53,6 +54,12 @@ class InvalidInput(AgentUnitError):
     """The agent's input does not fit its schema; no run was created."""
 
     code, status = "invalid_input", 422
+
+
+class InvalidArgument(AgentUnitError):
+    """A request parameter is not one of the accepted values."""
+
+    code, status = "invalid_argument", 422
 
 
 class InvalidAnswer(AgentUnitError):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .errors import LeaseLost
@@ -46,6 +48,30 @@ class Execution:
         self._new_steps = 0
         self._flush: asyncio.TimerHandle | None = None
         self._flushing: set[asyncio.Task[None]] = set()
+        self._working: dict[asyncio.Task[Any], int] = {}
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """Mark the current task as inside a step, so a park elsewhere waits for it to be journaled."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._working[task] = self._working.get(task, 0) + 1
+        try:
+            yield
+        finally:
+            if self._working[task] == 1:
+                del self._working[task]
+            else:
+                self._working[task] -= 1
+
+    async def settle(self) -> None:
+        """Wait for steps still running in other tasks (``asyncio.gather`` siblings of a park).
+
+        Their results are journaled before the run parks, so a resume does not run them again.
+        """
+        current = asyncio.current_task()
+        while others := [task for task in self._working if task is not current and not task.done()]:
+            await asyncio.wait(others)
 
     def now(self) -> float:
         return self._clock.time()

@@ -42,6 +42,7 @@ class Interrupt(BaseModel):
     key: str
     payload: Any = None
     answer_schema: dict[str, Any] | None = None
+    answer_type: str | None = None  # ``module:QualName`` of the answer's class, to validate it fully on resume
 
 
 class RunError(BaseModel):

@@ -12,10 +12,12 @@ Parking (an interrupt, a sleep, a budget yield, a cancellation) unwinds the agen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import inspect
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -121,6 +123,8 @@ class StepFailed(AgentUnitError):
 
 
 _ANY = object()
+_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
+_THREADS = sys.platform != "emscripten"  # Pyodide (Workers) has no threads: sync steps run inline there
 _adapters: dict[Any, TypeAdapter[Any]] = {}
 _arity: dict[Any, bool] = {}
 
@@ -139,18 +143,18 @@ def _return_annotation(fn: Callable[..., Any]) -> Any:
     annotations = getattr(fn, "__annotations__", None)
     if not annotations or "return" not in annotations:
         return _ANY
-    hint = inspect.get_annotations(fn, eval_str=True).get("return", _ANY)
+    try:
+        hint = inspect.get_annotations(fn, eval_str=True).get("return", _ANY)
+    except NameError:  # a string annotation naming a local class: no type to validate against
+        return _ANY
     return _ANY if hint is inspect.Signature.empty else hint
 
 
 def _wants_context(fn: Callable[..., Any]) -> bool:
-    code = getattr(fn, "__code__", fn)
-    try:
+    """Whether ``fn`` takes the StepContext (cached per code object: lambdas are made per call)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and code in _arity:
         return _arity[code]
-    except KeyError:
-        pass
-    except TypeError:
-        code = None
     params = [
         p
         for p in inspect.signature(fn).parameters.values()
@@ -165,26 +169,34 @@ def _wants_context(fn: Callable[..., Any]) -> bool:
 
 def _encode_error(exc: BaseException, step: str) -> dict[str, Any]:
     cls = type(exc)
-    return {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(exc), "step": step}
+    error: dict[str, Any] = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(exc), "step": step}
+    with contextlib.suppress(TypeError, ValueError):  # arguments that are not JSON: rebuilt from the message
+        error["args"] = json.loads(json.dumps(list(exc.args)))
+    return error
 
 
 def _rebuild_error(error: dict[str, Any]) -> BaseException:
-    """The journaled exception, as the same type with the same message where possible."""
+    """The journaled exception: the same type built from the same arguments where possible."""
     module, _, name = error["type"].rpartition(".")
     try:
         cls: Any = importlib.import_module(module)
         for part in name.split("."):
             cls = getattr(cls, part)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            exc = cls.__new__(cls)
-            exc.args = (error["message"],)
-            return exc
-    except Exception:  # noqa: BLE001 - any failure falls back to StepFailed below
-        pass
+    except (ImportError, AttributeError):
+        cls = None
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        args = error.get("args", [error["message"]])
+        try:
+            return cls(*args)
+        except Exception:  # noqa: BLE001 - a constructor that wants other arguments
+            try:
+                exc = cls.__new__(cls)
+                exc.args = tuple(args)
+                if str(exc) == error["message"]:
+                    return exc
+            except Exception:  # noqa: BLE001 - fall back below
+                pass
     return StepFailed(f"step {error.get('step')!r} failed: {error['type']}: {error['message']}")
-
-
-_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
 
 
 def _encode(value: Any, annotation: Any, what: str, limit: int) -> str:
@@ -203,6 +215,31 @@ def _encode(value: Any, annotation: Any, what: str, limit: int) -> str:
             "and return its key from the step."
         )
     return text
+
+
+def _type_ref(annotation: Any) -> str | None:
+    """``module:QualName`` of a class another process can import, so a resume validates fully."""
+    if not isinstance(annotation, type) or annotation.__module__ == "builtins":
+        return None
+    if "<locals>" in annotation.__qualname__:
+        return None
+    return f"{annotation.__module__}:{annotation.__qualname__}"
+
+
+def resolve_type_ref(ref: str) -> Any:
+    """The class named by :func:`_type_ref`; ``None`` if it cannot be imported here."""
+    module, _, qualname = ref.partition(":")
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return found if isinstance(found, type) else None
+
+
+def answer_adapter(annotation: Any) -> TypeAdapter[Any]:
+    return _adapter(annotation)
 
 
 def _decode(text: str, annotation: Any) -> Any:
@@ -304,23 +341,31 @@ class Run:
         execution = self._execution
         execution.before_step()
         execution.events.add(step_started(name))
+        execution.schedule_flush()
         context = StepContext(name, key, self.id, self.attempt)
-        token = _current_step.set(context)
-        try:
-            result = fn(context) if _wants_context(fn) else fn()
-            if inspect.isawaitable(result):
-                result = await result
-        except Exception as exc:
-            await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
-            raise
-        finally:
-            _current_step.reset(token)
-        try:
-            text = _encode(result, annotation, f"the result of step {name!r}", execution.max_step_bytes)
-        except StepResultError as exc:
-            await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
-            raise
-        await execution.commit(JournalEntry(key, text), step_finished(name))
+        args = (context,) if _wants_context(fn) else ()
+        with execution.working():
+            token = _current_step.set(context)
+            try:
+                if _THREADS and not inspect.iscoroutinefunction(fn):
+                    # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
+                    # so the loop keeps renewing this run's lease and serving other runs.
+                    result = await asyncio.to_thread(fn, *args)
+                else:
+                    result = fn(*args)
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:
+                await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
+                raise
+            finally:
+                _current_step.reset(token)
+            try:
+                text = _encode(result, annotation, f"the result of step {name!r}", execution.max_step_bytes)
+            except StepResultError as exc:
+                await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
+                raise
+            await execution.commit(JournalEntry(key, text), step_finished(name))
         return _decode(text, annotation)
 
     def idempotency_key(self) -> str:
@@ -355,7 +400,10 @@ class Run:
                 ) from None
         payload_text = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
         schema = None if answer is _ANY else _adapter(answer).json_schema()
-        raise Interrupted(Interrupt(name=name, key=key, payload=json.loads(payload_text), answer_schema=schema))
+        interrupt = Interrupt(
+            name=name, key=key, payload=json.loads(payload_text), answer_schema=schema, answer_type=_type_ref(answer)
+        )
+        raise Interrupted(interrupt)
 
     async def sleep(self, duration: Duration) -> None:
         """Park until ``duration`` (``"10m"``, ``"2d"``, seconds or a ``timedelta``) has passed."""

@@ -57,7 +57,7 @@ async def test_sigkill_inside_a_step_is_recovered_without_repeating_finished_ste
 
     os.environ["EFFECTS_FILE"] = str(effects)
     try:
-        engine = RunEngine(AGENTS, SQLiteStore(db), lease_ttl="1s")
+        engine = RunEngine(AGENTS, SQLiteStore(db), lease_ttl="1s", background_sweep=False)
         stuck = await engine.get(run_id)
         assert stuck.status == RunStatus.running  # the dead process still "holds" it
         assert (await engine.sweep()).recovered == 0  # not before its lease lapses

@@ -78,12 +78,15 @@ async def test_resume_of_a_run_that_is_not_interrupted_is_a_conflict() -> None:
 async def test_cancel_each_live_status(status: str) -> None:
     started = asyncio.Event()
 
+    async def forever() -> None:
+        await asyncio.sleep(3600)
+
     @define_agent
     async def agent(input: str, run: Run) -> str:
         await run.step("first", lambda: 1)
         if input == "running":
             started.set()
-            await run.step("forever", lambda: asyncio.sleep(3600))
+            await run.step("forever", forever)
         elif input == "interrupted":
             await run.interrupt("wait")
         elif input == "sleeping":
@@ -390,3 +393,28 @@ async def test_shutdown_hands_a_running_run_back_for_another_process(store_facto
     assert result.recovered == 1
     assert (await second.get(record.id)).output == "done"
     assert ran == ["one", "slow", "slow", "two"]  # the interrupted step runs again; the finished one does not
+
+
+async def test_a_long_sleep_wakes_by_the_background_sweep() -> None:
+    @define_agent
+    async def napper(input: None, run: Run) -> str:
+        await run.sleep("0.3s")  # longer than the sweep interval: no timer, the sweep wakes it
+        return "awake"
+
+    engine = RunEngine({"napper": napper}, MemoryStore(), sweep_interval="0.1s")
+    record = await engine.start("napper", None, wait=True)
+    assert record.status == RunStatus.sleeping and engine._timers == {}
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if (await engine.get(record.id)).status == RunStatus.completed:
+            break
+    assert (await engine.get(record.id)).output == "awake"
+    await engine.aclose()
+
+
+async def test_an_unknown_status_is_a_422() -> None:
+    from agent_unit.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument) as caught:
+        await create_test_unit({}).engine.list(status="parked")
+    assert caught.value.status == 422

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from agent_unit import (
     InvalidAnswer,
@@ -451,3 +451,132 @@ async def test_a_parked_run_holds_no_task_timer_or_memory() -> None:
     assert engine._executions == {} and engine._timers == {} and engine._background == set()
     assert all(ref() is None for ref in refs)
     await engine.aclose()
+
+
+async def test_a_park_beside_running_steps_journals_them_first(effects: Effects) -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        async def charge() -> str:
+            await asyncio.sleep(0.05)
+            return effects("charge")
+
+        await asyncio.gather(run.step("charge", charge), run.interrupt("approve"))
+        return "done"
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    assert parked.status == RunStatus.interrupted
+    assert (await unit.resume(parked.id)).output == "done"
+    assert effects.count("charge") == 1
+
+
+async def test_sync_steps_run_in_a_thread_and_do_not_block_the_loop() -> None:
+    import threading
+    import time
+
+    ticks: list[float] = []
+
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        async def ticker() -> None:
+            for _ in range(5):
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.01)
+
+        def blocking() -> str:
+            time.sleep(0.1)  # a blocking SDK call
+            return threading.current_thread().name
+
+        tick = asyncio.ensure_future(ticker())
+        thread = await run.step("blocking", blocking)
+        await tick
+        return thread
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.output != "MainThread"
+    assert len(ticks) == 5 and ticks[-1] - ticks[0] < 0.09  # the loop kept running during the step
+
+
+async def test_a_bare_park_fails_the_run_instead_of_looping() -> None:
+    from agent_unit import Park
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        raise Park()
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.status == RunStatus.failed and record.error is not None
+    assert "only agent-unit may raise" in record.error.message
+
+
+class Refund(BaseModel):
+    amount: int
+
+    @field_validator("amount")
+    @classmethod
+    def positive(cls, amount: int) -> int:
+        if amount <= 0:
+            raise ValueError("amount must be positive")
+        return amount
+
+
+async def test_answers_are_validated_by_their_class_where_it_can_be_imported() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> int:
+        answer = await run.interrupt("amount", answer=Refund)
+        return answer.amount
+
+    unit = create_test_unit({"a": agent})
+    parked = await unit.run("a")
+    assert parked.interrupt is not None and parked.interrupt.answer_type == f"{__name__}:Refund"
+    with pytest.raises(InvalidAnswer, match="amount must be positive"):  # a rule no JSON Schema states
+        await unit.resume(parked.id, {"amount": -5})
+    assert (await unit.get(parked.id)).status == RunStatus.interrupted
+    assert (await unit.resume(parked.id, {"amount": 5})).output == 5
+
+
+async def test_replayed_errors_keep_their_type_and_arguments() -> None:
+    from agent_unit.run import _encode_error, _rebuild_error
+
+    for error in (KeyError("order"), PaymentDeclined("card", 402), ValueError()):
+        rebuilt = _rebuild_error(_encode_error(error, "s"))
+        assert type(rebuilt) is type(error) and rebuilt.args == error.args and str(rebuilt) == str(error)
+
+
+async def test_a_local_return_annotation_is_not_an_error() -> None:
+    exec_globals: dict[str, Any] = {}
+    exec(  # a module with `from __future__ import annotations` and a class local to a function
+        "from __future__ import annotations\n"
+        "def make():\n"
+        "    class Local:\n"
+        "        pass\n"
+        "    def fn() -> Local:\n"
+        "        return {'a': 1}\n"
+        "    return fn\n",
+        exec_globals,
+    )
+    fn = exec_globals["make"]()
+
+    @define_agent
+    async def agent(input: None, run: Run) -> dict[str, int]:
+        return await run.step("local", fn)
+
+    assert (await create_test_unit({"a": agent}).run("a")).output == {"a": 1}
+
+
+async def test_step_started_reaches_the_store_while_the_step_runs() -> None:
+    release = asyncio.Event()
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        async def slow() -> None:
+            await release.wait()
+
+        await run.step("slow", slow)
+
+    unit = create_test_unit({"a": agent})
+    record = await unit.engine.start("a", None)
+    await asyncio.sleep(0.12)  # > delta_batch_ms
+    assert [event["type"] for event in await unit.events(record.id)] == ["RUN_STARTED", "STEP_STARTED"]
+    release.set()
+    await unit.engine.wait(record.id)

@@ -26,7 +26,7 @@ def _racer(
     os.environ["EFFECTS_FILE"] = effects
 
     async def race() -> list[str]:
-        engine = RunEngine(AGENTS, SQLiteStore(db))
+        engine = RunEngine(AGENTS, SQLiteStore(db), background_sweep=False)
         outcomes = []
         for run_id in run_ids:
             barrier.wait()  # both processes call at the same moment
@@ -84,7 +84,7 @@ def test_two_processes_resuming_the_same_run_exactly_one_wins(tmp_path: Path) ->
     assert effects == Counter({f"after-approval {run_id}": 1 for run_id in run_ids})
 
     async def check() -> None:
-        engine = RunEngine(AGENTS, SQLiteStore(tmp_path / "runs.db"))
+        engine = RunEngine(AGENTS, SQLiteStore(tmp_path / "runs.db"), background_sweep=False)
         for run_id in run_ids:
             record = await engine.get(run_id)
             assert record.status == RunStatus.completed and record.output == "approved yes"

@@ -77,12 +77,13 @@ class MemoryStore:
             raise LeaseLost(f"run {run_id} is no longer held by this executor")
         return self._write(run, journal, events)
 
-    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> bool:
+    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
         run = self._runs.get(run_id)
         if run is None or run.record.lease_owner != owner or run.record.status != RunStatus.running:
-            return False
+            return None
         run.record.lease_expires = run.record.due_at = expires
-        return True
+        run.record.version += 1
+        return run.record.version
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
         run = self._runs.get(run_id)

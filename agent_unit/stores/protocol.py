@@ -59,8 +59,12 @@ class Store(Protocol):
         """Write journal entries and events while ``owner`` holds the lease of a running run."""
         ...
 
-    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> bool:
-        """Extend the lease; False when ``owner`` lost it or the run is no longer running."""
+    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
+        """Extend the lease and bump the version; the new version, or None if ``owner`` lost it.
+
+        Bumping the version makes a takeover that read the run before the renewal lose its
+        compare-and-set, so a lease can only be taken over once it has really lapsed.
+        """
         ...
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]: ...

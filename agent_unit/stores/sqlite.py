@@ -188,13 +188,14 @@ class SQLiteStore:
             self._insert(db, run_id, journal, events, found[0])
         return found[0]
 
-    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> bool:
+    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
         with self._write() as db:
-            cursor = db.execute(
-                "UPDATE runs SET lease_expires = ?, due_at = ? WHERE id = ? AND lease_owner = ? AND status = 'running'",
+            found = db.execute(
+                "UPDATE runs SET lease_expires = ?, due_at = ?, version = version + 1 "
+                "WHERE id = ? AND lease_owner = ? AND status = 'running' RETURNING version",
                 (expires, expires, run_id, owner),
-            )
-        return cursor.rowcount == 1
+            ).fetchone()
+        return None if found is None else found[0]
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
         rows = self._db.execute("SELECT key, value, error, meta FROM journal WHERE run_id = ?", (run_id,)).fetchall()

@@ -159,14 +159,28 @@ async def test_concurrent_appends_never_repeat_a_seq(store_factory: StoreFactory
     assert seqs == list(range(1, 301))
 
 
-async def test_renew_lease(store: Store) -> None:
+async def test_renew_lease_bumps_the_version(store: Store) -> None:
     record = make_record(lease_owner="a")
     await store.create_run(record)
-    assert await store.renew_lease(record.id, owner="a", expires=500.0)
+    assert await store.renew_lease(record.id, owner="a", expires=500.0) == 2
     loaded = await store.load_run(record.id)
-    assert loaded is not None and loaded.lease_expires == 500.0 and loaded.due_at == 500.0 and loaded.version == 1
-    assert not await store.renew_lease(record.id, owner="b", expires=900.0)
-    assert not await store.renew_lease("run_missing", owner="a", expires=900.0)
+    assert loaded is not None and loaded.lease_expires == 500.0 and loaded.due_at == 500.0 and loaded.version == 2
+    assert await store.renew_lease(record.id, owner="b", expires=900.0) is None
+    assert await store.renew_lease("run_missing", owner="a", expires=900.0) is None
+
+
+async def test_a_takeover_read_before_a_renewal_loses(store_factory: StoreFactory) -> None:
+    holder, taker = store_factory(), store_factory()
+    record = make_record(lease_owner="a", lease_expires=10.0, due_at=10.0)
+    await holder.create_run(record)
+    seen = await taker.load_run(record.id)  # the sweep sees a lapsed lease...
+    assert seen is not None
+    await holder.renew_lease(record.id, owner="a", expires=40.0)  # ...but the holder renews first
+    seen.lease_owner = "b"
+    with pytest.raises(RunConflict):
+        await taker.save_run(seen, expected_version=seen.version)
+    loaded = await holder.load_run(record.id)
+    assert loaded is not None and loaded.lease_owner == "a"
 
 
 async def test_due_runs_reads_only_what_is_due(store: Store) -> None:
