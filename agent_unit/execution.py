@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from .errors import LeaseLost
@@ -50,19 +48,18 @@ class Execution:
         self._flushing: set[asyncio.Task[None]] = set()
         self._working: dict[asyncio.Task[Any], int] = {}
 
-    @contextmanager
-    def working(self) -> Iterator[None]:
+    def enter_step(self) -> asyncio.Task[Any]:
         """Mark the current task as inside a step, so a park elsewhere waits for it to be journaled."""
         task = asyncio.current_task()
         assert task is not None
         self._working[task] = self._working.get(task, 0) + 1
-        try:
-            yield
-        finally:
-            if self._working[task] == 1:
-                del self._working[task]
-            else:
-                self._working[task] -= 1
+        return task
+
+    def leave_step(self, task: asyncio.Task[Any]) -> None:
+        if self._working[task] == 1:
+            del self._working[task]
+        else:
+            self._working[task] -= 1
 
     async def settle(self) -> None:
         """Wait for steps still running in other tasks (``asyncio.gather`` siblings of a park).

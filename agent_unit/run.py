@@ -127,6 +127,7 @@ _json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=to_j
 _THREADS = sys.platform != "emscripten"  # Pyodide (Workers) has no threads: sync steps run inline there
 _adapters: dict[Any, TypeAdapter[Any]] = {}
 _arity: dict[Any, bool] = {}
+_returns: dict[Any, Any] = {}
 
 
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
@@ -140,14 +141,22 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
 
 
 def _return_annotation(fn: Callable[..., Any]) -> Any:
+    """``fn``'s return annotation, evaluated once per code object (string annotations cost an eval)."""
     annotations = getattr(fn, "__annotations__", None)
     if not annotations or "return" not in annotations:
         return _ANY
+    code = getattr(fn, "__code__", None)
+    if code is not None and code in _returns:
+        return _returns[code]
     try:
         hint = inspect.get_annotations(fn, eval_str=True).get("return", _ANY)
     except NameError:  # a string annotation naming a local class: no type to validate against
-        return _ANY
-    return _ANY if hint is inspect.Signature.empty else hint
+        hint = _ANY
+    if hint is inspect.Signature.empty:
+        hint = _ANY
+    if code is not None:
+        _returns[code] = hint
+    return hint
 
 
 def _wants_context(fn: Callable[..., Any]) -> bool:
@@ -344,7 +353,8 @@ class Run:
         execution.schedule_flush()
         context = StepContext(name, key, self.id, self.attempt)
         args = (context,) if _wants_context(fn) else ()
-        with execution.working():
+        task = execution.enter_step()
+        try:
             token = _current_step.set(context)
             try:
                 if _THREADS and not inspect.iscoroutinefunction(fn):
@@ -366,6 +376,8 @@ class Run:
                 await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
                 raise
             await execution.commit(JournalEntry(key, text), step_finished(name))
+        finally:
+            execution.leave_step(task)
         return _decode(text, annotation)
 
     def idempotency_key(self) -> str:
