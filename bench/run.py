@@ -1,0 +1,601 @@
+"""One command for the whole comparison: every system x workload x synchronous, then BENCHMARKS.md.
+
+    python bench/run.py [--quick] [--repeat K]
+
+Each case runs in its own subprocess (a fresh interpreter and a fresh database file in a
+temp dir), so no system warms another's caches. agent-unit and the raw SQLite floor run on
+this interpreter (the project's venv: the same Python and SQLite library for both); DBOS
+and LangGraph run on ``.venv-bench`` and are skipped, with the install command, when it is
+missing. Repeats are interleaved (every case once, then again) so a slow moment of the
+machine spreads over all systems instead of landing on one; the report takes the median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PEERS = BENCH / "peers"
+INSTALL_PEERS = "python3 -m venv .venv-bench && .venv-bench/bin/pip install -r bench/peers/requirements.txt"
+TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Settings:
+    steps: int  # N: steps in the one-run workload
+    runs: int  # M: one-step runs
+    replay: int  # journaled steps replayed on resume (the target is about 1,000)
+    chain: int  # LangGraph chain shape: quadratic in N, so small
+    repeat: int
+
+
+FULL = Settings(steps=2000, runs=300, replay=1000, chain=200, repeat=3)
+QUICK = Settings(steps=300, runs=50, replay=1000, chain=50, repeat=1)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One subprocess invocation: who, what, and the command line."""
+
+    key: str
+    system: str
+    setup: str
+    workload: str
+    synchronous: str
+    n: int
+    peer: bool  # needs .venv-bench
+    argv: tuple[str, ...]
+
+
+@dataclass
+class Outcome:
+    case: Case
+    results: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def median(self) -> float | None:
+        rates = [r["per_sec"] for r in self.results]
+        return statistics.median(rates) if rates else None
+
+    @property
+    def typical(self) -> dict[str, Any] | None:
+        """The repeat whose rate is the median (the lower middle one for an even count)."""
+        if not self.results:
+            return None
+        ordered = sorted(self.results, key=lambda r: r["per_sec"])
+        return ordered[(len(ordered) - 1) // 2]
+
+
+def peer_python() -> Path | None:
+    for candidate in (REPO / ".venv-bench" / "bin" / "python", REPO / ".venv-bench" / "Scripts" / "python.exe"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def cases(s: Settings) -> list[Case]:
+    au, raw, dbos, lg = (
+        str(BENCH / "agent_unit_bench.py"),
+        str(PEERS / "raw_sqlite.py"),
+        str(PEERS / "dbos_bench.py"),
+        str(PEERS / "langgraph_bench.py"),
+    )
+    out: list[Case] = []
+    for sync in ("normal", "full"):
+        for workload, n in (("steps", s.steps), ("runs", s.runs), ("replay", s.replay)):
+            out.append(Case(f"au-{workload}-{sync}", "agent-unit", "SQLiteStore, WAL", workload, sync, n, False, (au,)))
+        out.append(
+            Case(f"raw-steps-{sync}", "raw SQLite", "1 INSERT + COMMIT, WAL", "steps", sync, s.steps, False, (raw,))
+        )
+        for workload, n in (("steps", s.steps), ("runs", s.runs)):
+            out.append(
+                Case(
+                    f"dbos-wal-{workload}-{sync}",
+                    "DBOS",
+                    "WAL + same synchronous",
+                    workload,
+                    sync,
+                    n,
+                    True,
+                    (dbos, "--journal-mode", "wal"),
+                )
+            )
+            shape = ("--shape", "loop") if workload == "steps" else ()
+            out.append(
+                Case(
+                    f"lg-{workload}-{sync}",
+                    "LangGraph",
+                    "SqliteSaver, loop, durability=sync" if workload == "steps" else "SqliteSaver, durability=sync",
+                    workload,
+                    sync,
+                    n,
+                    True,
+                    (lg, "--durability", "sync", *shape),
+                )
+            )
+    for workload, n in (("steps", s.steps), ("runs", s.runs)):
+        out.append(
+            Case(
+                f"dbos-shipped-{workload}",
+                "DBOS",
+                "as shipped (rollback journal, FULL)",
+                workload,
+                "default",
+                n,
+                True,
+                (dbos, "--journal-mode", "default"),
+            )
+        )
+    out.append(
+        Case(
+            "lg-chain-steps-normal",
+            "LangGraph",
+            "SqliteSaver, chain (secondary), durability=sync",
+            "steps",
+            "normal",
+            s.chain,
+            True,
+            (lg, "--durability", "sync", "--shape", "chain"),
+        )
+    )
+    out.append(
+        Case(
+            "au-sync-steps-normal",
+            "agent-unit",
+            "SQLiteStore, WAL, sync step fn (worker thread)",
+            "steps",
+            "normal",
+            s.steps,
+            False,
+            (au, "--step-fn", "sync"),
+        )
+    )
+    out.append(Case("au-append-normal", "agent-unit", "store.append alone", "append", "normal", s.steps, False, (au,)))
+    return out
+
+
+def run_case(case: Case, python: Path, db: Path, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run one case; its result is the JSON object on the last stdout line."""
+    argv = [str(python), *case.argv[:1], "--workload", case.workload, "--n", str(case.n)]
+    argv += ["--synchronous", case.synchronous, *case.argv[1:], "--db", str(db), *extra]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise RuntimeError(reason)
+    return json.loads(lines[-1])
+
+
+def measure(selected: list[Case], settings: Settings, peers: Path | None, tmp: Path) -> dict[str, Outcome]:
+    outcomes = {case.key: Outcome(case) for case in selected}
+    for rep in range(1, settings.repeat + 1):
+        for case in selected:
+            python = peers if case.peer else Path(sys.executable)
+            assert python is not None
+            label = (
+                f"[{rep}/{settings.repeat}] {case.system} {case.setup} {case.workload} {case.synchronous} n={case.n}"
+            )
+            try:
+                result = run_case(case, python, tmp / case.key)
+            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+                outcomes[case.key].errors.append(str(exc))
+                print(f"{label}: FAILED ({exc})", file=sys.stderr)
+                continue
+            outcomes[case.key].results.append(result)
+            print(f"{label}: {result['per_sec']:,.0f}/s", file=sys.stderr)
+    return outcomes
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_state() -> str:
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "agent_unit")
+    return f"`{head}`" + (" with uncommitted changes in `agent_unit/`" if dirty else "")
+
+
+def peer_version(python: Path) -> str:
+    done = subprocess.run(
+        [str(python), "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def rate(outcome: Outcome | None) -> str:
+    if outcome is None:
+        return "skipped"
+    if outcome.median is None:
+        return "failed"
+    return f"{outcome.median:,.0f}"
+
+
+def spread(outcome: Outcome) -> str:
+    rates = sorted(r["per_sec"] for r in outcome.results)
+    if not rates:
+        return "; ".join(outcome.errors[:1]) or "-"
+    return f"{rates[0]:,.0f} to {rates[-1]:,.0f}" if len(rates) > 1 else "-"
+
+
+def pragma_text(outcome: Outcome) -> str:
+    typical = outcome.typical
+    if typical is None or "actual_pragmas" not in typical:
+        return "-"
+    p = typical["actual_pragmas"]
+    return f"{p.get('journal_mode')}, {p.get('synchronous')}, busy_timeout={p.get('busy_timeout')}"
+
+
+def ratio_row(name: str, measured: str, required: str, ratio: float | None, rounds: str, passes: bool | None) -> str:
+    verdict = "n/a" if passes is None else ("**PASS**" if passes else "**MISS**")
+    shown = "-" if ratio is None else f"{ratio:.2f}"
+    return f"| {name} | {measured} | {required} | {shown} | {rounds} | {verdict} |"
+
+
+def round_ratios(a: Outcome | None, b: Outcome | None) -> str:
+    """The ratio within each repeat: the cases of one repeat ran back to back, so a slow moment hits both."""
+    if a is None or b is None or a.errors or b.errors or len(a.results) != len(b.results) or len(a.results) < 2:
+        return "-"
+    return ", ".join(f"{x['per_sec'] / y['per_sec']:.2f}" for x, y in zip(a.results, b.results, strict=True))
+
+
+def each(outcome: Outcome | None, field: str, fmt: str = "{}") -> str:
+    if outcome is None or len(outcome.results) < 2:
+        return "-"
+    return ", ".join(fmt.format(r[field]) for r in outcome.results)
+
+
+def ratio(a: Outcome | None, b: Outcome | None) -> float | None:
+    if a is None or b is None or a.median is None or b.median is None:
+        return None
+    return a.median / b.median
+
+
+def us(per_sec: float | None) -> str:
+    return "-" if not per_sec else f"{1e6 / per_sec:.1f} µs"
+
+
+def report(
+    outcomes: dict[str, Outcome],
+    settings: Settings,
+    peers: Path | None,
+    command: str,
+    elapsed: float,
+    profile: dict[str, Any] | None,
+) -> str:
+    o = outcomes.get
+    lines: list[str] = [
+        "# Benchmarks",
+        "",
+        "Journaled no-op steps per second in one run, one-step runs per second, and the replay of a",
+        "1,000-step run, for agent-unit and its peers on SQLite, measured side by side in one run.",
+        "Generated by `bench/run.py`; do not edit by hand.",
+        "",
+        "    " + command,
+        "",
+        "## Machine",
+        "",
+        f"- CPU: {cpu_model()}, {os.cpu_count()} cores",
+        f"- OS: {platform.platform()}",
+        f"- Python: {platform.python_version()} (agent-unit, raw SQLite)"
+        + (f", {peer_version(peers)} (peers, `.venv-bench`)" if peers else ""),
+        f"- SQLite: {sqlite3.sqlite_version}",
+        f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; agent-unit at {git_state()}",
+        f"- Wall time of the whole benchmark: {elapsed:.0f} s",
+        "",
+        "## Settings",
+        "",
+        f"- steps: one run of N = {settings.steps:,} sequential no-op steps, timed from start to the run completing."
+        " N is large enough for every loop to reach the steady state of WAL checkpoints (SQLite checkpoints"
+        " every 1,000 WAL pages); with a few hundred steps the raw loop would never checkpoint and look faster.",
+        f"- runs: M = {settings.runs:,} sequential one-step runs (workflows, graph invocations), each awaited.",
+        f"- replay: a run with {settings.replay:,} journaled steps parks on an interrupt; a new engine and store over"
+        " the same file resume it. Timed: `engine.resume(run_id, answer, wait=True)`; counted: SQL statements"
+        " (sqlite3 trace callback on the store's connection) and the ones that read the journal.",
+        f"- Each case is a fresh subprocess and a fresh database file; median of {settings.repeat} interleaved"
+        " repeat(s). Only the measured loop is timed (imports, setup, schema, DBOS launch, graph compile excluded);"
+        " a warm-up of 20 steps / 5 runs runs first.",
+        "- agent-unit: `RunEngine(agents, SQLiteStore(path, synchronous=...))`: WAL, busy_timeout=5000.",
+        "- raw SQLite: the physical floor, `BEGIN IMMEDIATE; INSERT; COMMIT` per step, WAL, busy_timeout=5000,"
+        " same pragmas and same interpreter as agent-unit.",
+        "- DBOS: SQLite system database. *WAL + same synchronous* is the fair comparison (WAL and"
+        " `synchronous` applied on DBOS's own connections); *as shipped* is what DBOS sets by default"
+        " (rollback journal `delete`, `synchronous=FULL`, busy_timeout=30000).",
+        '- LangGraph: `SqliteSaver` (WAL), `durability="sync"` (each checkpoint committed before the next node).'
+        f" Steps use the *loop* shape (one node looping N times: constant-size checkpoints). The *chain* shape"
+        f" (N distinct nodes) is secondary and run at N = {settings.chain} only: its checkpoints grow with N,"
+        " so it is quadratic.",
+        "",
+    ]
+    if settings.steps < FULL.steps:
+        lines += ["> Quick run: small N and M, one repeat by default. A smoke test of the harness, not a result.", ""]
+    if peers is None:
+        lines += [
+            f"> Peers skipped: `.venv-bench` not found. Install them with `{INSTALL_PEERS}` and run again.",
+            "",
+        ]
+
+    # summary pivot
+    lines += [
+        "## Results (median per second)",
+        "",
+        "| system | setup | steps/s NORMAL | steps/s FULL | runs/s NORMAL | runs/s FULL |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+        f"| agent-unit | SQLiteStore, WAL | {rate(o('au-steps-normal'))} | {rate(o('au-steps-full'))}"
+        f" | {rate(o('au-runs-normal'))} | {rate(o('au-runs-full'))} |",
+        f"| raw SQLite | 1 INSERT + COMMIT per step, WAL | {rate(o('raw-steps-normal'))} | {rate(o('raw-steps-full'))}"
+        " | - | - |",
+        f"| DBOS | WAL + same synchronous | {rate(o('dbos-wal-steps-normal'))} | {rate(o('dbos-wal-steps-full'))}"
+        f" | {rate(o('dbos-wal-runs-normal'))} | {rate(o('dbos-wal-runs-full'))} |",
+        f"| DBOS | as shipped (rollback journal, FULL) | - | {rate(o('dbos-shipped-steps'))}"
+        f" | - | {rate(o('dbos-shipped-runs'))} |",
+        f"| LangGraph | SqliteSaver, loop, sync durability | {rate(o('lg-steps-normal'))} | {rate(o('lg-steps-full'))}"
+        f" | {rate(o('lg-runs-normal'))} | {rate(o('lg-runs-full'))} |",
+        f"| LangGraph | SqliteSaver, chain (N = {settings.chain}), sync durability | {rate(o('lg-chain-steps-normal'))}"
+        " | - | - | - |",
+        "",
+    ]
+    replay_n, replay_f = o("au-replay-normal"), o("au-replay-full")
+    replay_lines = []
+    for label, outcome in (("NORMAL", replay_n), ("FULL", replay_f)):
+        if outcome is None or not outcome.results:
+            continue
+        typical = min(outcome.results, key=lambda r: abs(r["ms"] - statistics.median(x["ms"] for x in outcome.results)))
+        replay_lines.append(
+            f"| {label} | {statistics.median(r['ms'] for r in outcome.results):.2f} ms"
+            f" | {typical['journal_reads']} | {typical['statements']} | {typical['commits']}"
+            f" | {typical['store_round_trips']} ({', '.join(f'{k} x{v}' for k, v in typical['store_calls'].items())}) |"
+        )
+    lines += [
+        f"Replay of a {settings.replay:,}-step run (agent-unit):",
+        "",
+        "| synchronous | resume time (median) | journal reads | SQL statements | commits | store calls |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+        *replay_lines,
+        "",
+    ]
+
+    # targets
+    au_steps, au_runs = o("au-steps-normal"), o("au-runs-normal")
+    vs_dbos, vs_raw = ratio(au_steps, o("dbos-wal-steps-normal")), ratio(au_steps, o("raw-steps-normal"))
+    runs_vs_dbos = ratio(au_runs, o("dbos-wal-runs-normal"))
+    replay_ms = statistics.median(r["ms"] for r in replay_n.results) if replay_n and replay_n.results else None
+    reads = replay_n.typical["journal_reads"] if replay_n and replay_n.typical else None
+    steps_typical = au_steps.typical if au_steps else None
+    commits = steps_typical["commits"] if steps_typical else None
+    lines += [
+        "## Targets (at synchronous=NORMAL, DBOS in WAL + NORMAL)",
+        "",
+        "| target | measured (median) | required | ratio | each repeat | result |",
+        "| --- | --- | --- | ---: | --- | --- |",
+        ratio_row(
+            "steps/s vs DBOS",
+            f"{rate(au_steps)} vs {rate(o('dbos-wal-steps-normal'))}",
+            "≥ 15x",
+            vs_dbos,
+            round_ratios(au_steps, o("dbos-wal-steps-normal")),
+            None if vs_dbos is None else vs_dbos >= 15,
+        ),
+        ratio_row(
+            "steps/s vs raw SQLite loop",
+            f"{rate(au_steps)} vs {rate(o('raw-steps-normal'))}",
+            "≥ 1/3 (0.33)",
+            vs_raw,
+            round_ratios(au_steps, o("raw-steps-normal")),
+            None if vs_raw is None else vs_raw >= 1 / 3,
+        ),
+        ratio_row(
+            "one-step runs/s vs DBOS workflows/s",
+            f"{rate(au_runs)} vs {rate(o('dbos-wal-runs-normal'))}",
+            "≥ 5x",
+            runs_vs_dbos,
+            round_ratios(au_runs, o("dbos-wal-runs-normal")),
+            None if runs_vs_dbos is None else runs_vs_dbos >= 5,
+        ),
+        ratio_row(
+            f"replay of {settings.replay:,} steps: journal reads",
+            "-" if reads is None else str(reads),
+            "1",
+            None,
+            each(replay_n, "journal_reads"),
+            None if reads is None else reads == 1,
+        ),
+        ratio_row(
+            f"replay of {settings.replay:,} steps: time",
+            "-" if replay_ms is None else f"{replay_ms:.2f} ms",
+            "< 20 ms",
+            None,
+            each(replay_n, "ms", "{:.2f}"),
+            None if replay_ms is None else replay_ms < 20,
+        ),
+        ratio_row(
+            "one commit per journaled step",
+            "-" if commits is None else f"{commits:,} commits for {settings.steps:,} steps (+ create, + finish)",
+            "N + 2",
+            None if commits is None else commits / settings.steps,
+            each(au_steps, "commits", "{:,}"),
+            None if commits is None else commits <= settings.steps + 2,
+        ),
+        "",
+        "The same ratios at FULL, and against DBOS as shipped (for information, not targets):",
+        "",
+        "| comparison | ratio |",
+        "| --- | ---: |",
+    ]
+    for name, a, b in (
+        ("steps/s vs DBOS (WAL + FULL)", "au-steps-full", "dbos-wal-steps-full"),
+        ("steps/s vs raw SQLite (FULL)", "au-steps-full", "raw-steps-full"),
+        ("runs/s vs DBOS (WAL + FULL)", "au-runs-full", "dbos-wal-runs-full"),
+        ("steps/s at NORMAL vs DBOS as shipped", "au-steps-normal", "dbos-shipped-steps"),
+        ("runs/s at NORMAL vs DBOS as shipped", "au-runs-normal", "dbos-shipped-runs"),
+        ("steps/s at NORMAL vs LangGraph loop (NORMAL)", "au-steps-normal", "lg-steps-normal"),
+        ("runs/s at NORMAL vs LangGraph (NORMAL)", "au-runs-normal", "lg-runs-normal"),
+    ):
+        value = ratio(o(a), o(b))
+        lines.append(f"| {name} | {'-' if value is None else f'{value:.2f}x'} |")
+    lines.append("")
+
+    lines += where_time_goes(outcomes, settings, profile)
+
+    # detail
+    lines += [
+        "## All cases",
+        "",
+        "| system | setup | workload | synchronous | n | median /s | range /s | pragmas read back |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for outcome in outcomes.values():
+        c = outcome.case
+        lines.append(
+            f"| {c.system} | {c.setup} | {c.workload} | {c.synchronous} | {c.n:,} | {rate(outcome)}"
+            f" | {spread(outcome)} | {pragma_text(outcome)} |"
+        )
+    versions = sorted({f"{r['system']} {r['version']}" for out in outcomes.values() for r in out.results})
+    lines += [
+        "",
+        "For replay, /s is journaled steps replayed per second; for append, `SQLiteStore.append` calls per second.",
+        "",
+        "Versions: " + ", ".join(versions) + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def where_time_goes(outcomes: dict[str, Outcome], settings: Settings, profile: dict[str, Any] | None) -> list[str]:
+    """The cost of a step split into the raw floor, agent-unit's write set, and the engine's Python."""
+    raw, append, step = (
+        outcomes.get("raw-steps-normal"),
+        outcomes.get("au-append-normal"),
+        outcomes.get("au-steps-normal"),
+    )
+    if not (append and append.typical and step and step.typical):
+        return []
+    a, s = append.typical, step.typical
+    raw_rate = raw.median if raw else None
+    lines = [
+        "## Where a step's time goes (NORMAL)",
+        "",
+        "| layer | per step | per second | WAL pages per commit |",
+        "| --- | ---: | ---: | ---: |",
+        f"| raw SQLite: 1 INSERT + COMMIT | {us(raw_rate)} | {rate(raw)} | {a['raw_wal_pages_per_commit']:.2f} |",
+        f"| agent-unit write set alone: `SQLiteStore.append` (no engine) | {us(append.median)} | {rate(append)}"
+        f" | {a['wal_pages_per_commit']:.2f} |",
+        f"| agent-unit `run.step` (engine + store) | {us(step.median)} | {rate(step)}"
+        f" | {s['wal_pages_per_step']:.2f} |",
+        "",
+        f"One journaled step is one transaction of {a['statements_per_step']} statements:",
+        "",
+        *[f"    {sql[:110]}{'…' if len(sql) > 110 else ''}" for sql in a["sql"]],
+        "",
+        "The SELECT on `runs` is the lease fence (exact: no other writer can commit inside `BEGIN IMMEDIATE`);"
+        " the events' seqs follow the run's last event in the events index. The step's STEP_STARTED and"
+        " STEP_FINISHED events ride in the same commit, so it writes two B-trees (journal, events): a commit"
+        f" writes {a['wal_pages_per_commit'] / a['raw_wal_pages_per_commit']:.1f}x the WAL pages of the raw"
+        " loop's single insert (at NORMAL a commit does not fsync: its cost is the pages it appends to the WAL"
+        " and that checkpoints copy back).",
+        "",
+    ]
+    if raw_rate:
+        floor_us, append_us, step_us = 1e6 / raw_rate, 1e6 / (append.median or 1), 1e6 / (step.median or 1)
+        lines += [
+            "What bounds steps/s against the raw loop:",
+            "",
+            f"- A third of the raw loop is {3 * floor_us:.1f} µs per step; a step takes {step_us:.1f} µs.",
+            f"- The write set alone takes {append_us:.1f} µs ({raw_rate / (append.median or 1):.2f}x the raw"
+            f" commit's {floor_us:.1f} µs): however lean the engine, a step cannot beat"
+            f" {(append.median or 0) / raw_rate:.2f} of the raw loop with this write set.",
+            f"- The engine's Python (primitives, event buffer, JSON, the store's row building) adds"
+            f" {step_us - append_us:.1f} µs on top.",
+            "",
+            "What would move it further:",
+            "",
+            "- Store fewer event rows per step (STEP_STARTED and STEP_FINISHED are two rows): one row per step, or"
+            " STEP_* events derived from the journal when the stream is read, would shrink the events write.",
+            "- Trim the per-step Python the profile below shows: the value is encoded, then decoded again (so a"
+            " step returns the same value whether it ran or replayed), two events are encoded, and a flush timer"
+            " is armed per step so STEP_STARTED reaches readers while a long step runs.",
+            "",
+            "A sync step function runs in a worker thread (as FastAPI runs `def` endpoints), so blocking work never"
+            " stalls the event loop or the lease renewal; the *sync step fn* row in All cases shows what the"
+            " thread hop costs on a no-op.",
+            "",
+        ]
+    if profile:
+        lines += [
+            f"cProfile of one {settings.steps:,}-step run at NORMAL (own time; cProfile inflates Python-heavy code):",
+            "",
+            "| kind of work | share |",
+            "| --- | ---: |",
+            *[f"| {kind} | {share:.0%} |" for kind, share in profile["by_kind"].items()],
+            "",
+            "| function | calls | share |",
+            "| --- | ---: | ---: |",
+            *[f"| `{row['function']}` | {row['calls']:,} | {row['share']:.1%} |" for row in profile["top"]],
+            "",
+        ]
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small N and M, one repeat: a smoke test, not a result")
+    ap.add_argument("--repeat", type=int, help="repeats per case (default 3, or 1 with --quick)")
+    ap.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md", help="where to write the report")
+    args = ap.parse_args()
+    base = QUICK if args.quick else FULL
+    settings = Settings(base.steps, base.runs, base.replay, base.chain, args.repeat or base.repeat)
+
+    peers = peer_python()
+    selected = [case for case in cases(settings) if peers is not None or not case.peer]
+    if peers is None:
+        print(f"peers skipped (DBOS, LangGraph): .venv-bench not found. Install: {INSTALL_PEERS}", file=sys.stderr)
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="agent-unit-bench-") as tmp:
+        outcomes = measure(selected, settings, peers, Path(tmp))
+        profile: dict[str, Any] | None = None
+        try:  # one profiled run, apart from the timed repeats (cProfile slows what it measures)
+            steps = outcomes["au-steps-normal"].case
+            profile = run_case(steps, Path(sys.executable), Path(tmp) / "profile", ("--profile",))["profile"]
+        except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+            print(f"profile run failed: {exc}", file=sys.stderr)
+    elapsed = time.perf_counter() - started
+
+    command = (
+        "python bench/run.py" + (" --quick" if args.quick else "") + (f" --repeat {args.repeat}" if args.repeat else "")
+    )
+    args.output.write_text(report(outcomes, settings, peers, command, elapsed, profile))
+    print(f"wrote {args.output} in {elapsed:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
