@@ -1,0 +1,66 @@
+"""Stores are opened from a URL; a bad URL is one clear error that never shows a secret."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agent_unit.stores import DEFAULT_STORE_URL, open_store
+from agent_unit.stores.memory import MemoryStore
+from agent_unit.stores.sqlite import SQLiteStore
+
+
+def test_memory() -> None:
+    assert isinstance(open_store("memory://"), MemoryStore)
+
+
+async def test_default_is_the_embedded_sqlite_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = open_store(None)
+    assert isinstance(store, SQLiteStore) and DEFAULT_STORE_URL == "sqlite:///.agent-unit/agent-unit.db"
+    assert (tmp_path / ".agent-unit" / "agent-unit.db").exists()
+    await store.close()
+
+
+async def test_relative_and_absolute_paths_and_pragmas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    relative = open_store("sqlite:///data/runs.db")
+    absolute = open_store(f"sqlite:///{tmp_path}/abs.db?synchronous=full&busy_timeout=250")
+    assert isinstance(relative, SQLiteStore) and isinstance(absolute, SQLiteStore)
+    assert (tmp_path / "data" / "runs.db").exists() and (tmp_path / "abs.db").exists()
+    pragmas = [
+        absolute._db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("journal_mode", "synchronous", "busy_timeout")
+    ]
+    assert pragmas == ["wal", 2, 250]
+    assert relative._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    await relative.close()
+    await absolute.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("sqlite:///x.db?fsync=yes", "unknown SQLite option"),
+        ("sqlite:///x.db?synchronous=sometimes", "synchronous='sometimes'"),
+        ("sqlite://host/x.db", "invalid SQLite URL"),
+        ("mongodb://admin:hunter2@db.internal/runs", "unknown store URL scheme 'mongodb'"),
+        ("not a url", "unknown store URL scheme"),
+    ],
+)
+def test_bad_urls(url: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=message) as caught:
+        open_store(url)
+    assert "hunter2" not in str(caught.value)
+
+
+async def test_two_connections_see_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    first, second = SQLiteStore(path), SQLiteStore(path)
+    await first.set_state("app", "k", "1")
+    assert await second.get_state("app", "k") == "1"
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    await first.close()
+    await second.close()
