@@ -27,13 +27,14 @@ from pydantic import ValidationError
 
 from . import events as ev
 from .agent import Agent
+from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
 from .durations import Duration, parse_duration
-from .errors import AgentNotFound, InvalidAnswer, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
+from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
 from .execution import Execution
 from .ids import new_id
 from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
-from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run, answer_adapter, resolve_type_ref
+from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
 from .stores import Store, open_store
 
 __all__ = ["RunEngine", "SweepResult"]
@@ -184,7 +185,7 @@ class RunEngine:
         record = await self.get(run_id)
         if record.status != RunStatus.interrupted or record.interrupt is None:
             raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
-        _check_answer(record, answer)
+        check_answer(record, answer)
         entry = JournalEntry(record.interrupt.key, ev.dumps(answer))
         await self._claim(record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id),))
         return await self.wait(run_id) if wait else record
@@ -554,41 +555,3 @@ class RunEngine:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-
-def _check_answer(record: RunRecord, answer: Any) -> None:
-    """Refuse an answer that does not fit the interrupt; the run stays parked.
-
-    The answer's class is imported where it can be (so pydantic validators run too);
-    otherwise its JSON Schema, stored on the interrupt, is checked.
-    """
-    interrupt = record.interrupt
-    assert interrupt is not None
-    try:
-        ev.dumps(answer)
-    except (TypeError, ValueError):
-        raise InvalidAnswer(f"the answer to {interrupt.name!r} is not JSON") from None
-    answer_type = resolve_type_ref(interrupt.answer_type) if interrupt.answer_type else None
-    if answer_type is not None:
-        try:
-            answer_adapter(answer_type).validate_python(answer)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False, include_context=False)
-            details = [{"loc": list(error["loc"]), "msg": error["msg"]} for error in errors]
-            where = ".".join(str(part) for part in errors[0]["loc"]) or "answer"
-            raise InvalidAnswer(
-                f"the answer does not fit interrupt {interrupt.name!r}: {where}: {errors[0]['msg']}", details=details
-            ) from None
-        return
-    if not interrupt.answer_schema:
-        return
-    import jsonschema  # lazily: only a resume pays for it
-
-    validator = jsonschema.Draft202012Validator(interrupt.answer_schema)
-    found = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
-    if found:
-        details = [{"loc": list(error.absolute_path), "msg": error.message} for error in found]
-        where = ".".join(str(part) for part in found[0].absolute_path) or "answer"
-        raise InvalidAnswer(
-            f"the answer does not fit interrupt {interrupt.name!r}: {where}: {found[0].message}", details=details
-        )

@@ -28,6 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from . import env
+from .answers import type_ref
 from .clock import to_epoch
 from .durations import Duration, parse_duration
 from .errors import AgentUnitError, NonDeterminismError, StepResultError
@@ -226,31 +227,6 @@ def _encode(value: Any, annotation: Any, what: str, limit: int) -> str:
     return text
 
 
-def _type_ref(annotation: Any) -> str | None:
-    """``module:QualName`` of a class another process can import, so a resume validates fully."""
-    if not isinstance(annotation, type) or annotation.__module__ == "builtins":
-        return None
-    if "<locals>" in annotation.__qualname__:
-        return None
-    return f"{annotation.__module__}:{annotation.__qualname__}"
-
-
-def resolve_type_ref(ref: str) -> Any:
-    """The class named by :func:`_type_ref`; ``None`` if it cannot be imported here."""
-    module, _, qualname = ref.partition(":")
-    try:
-        found: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError):
-        return None
-    return found if isinstance(found, type) else None
-
-
-def answer_adapter(annotation: Any) -> TypeAdapter[Any]:
-    return _adapter(annotation)
-
-
 def _decode(text: str, annotation: Any) -> Any:
     return json.loads(text) if annotation is _ANY else _adapter(annotation).validate_json(text)
 
@@ -413,7 +389,7 @@ class Run:
         payload_text = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
         schema = None if answer is _ANY else _adapter(answer).json_schema()
         interrupt = Interrupt(
-            name=name, key=key, payload=json.loads(payload_text), answer_schema=schema, answer_type=_type_ref(answer)
+            name=name, key=key, payload=json.loads(payload_text), answer_schema=schema, answer_type=type_ref(answer)
         )
         raise Interrupted(interrupt)
 

@@ -1,0 +1,79 @@
+"""Interrupt answers: how an answer's type is recorded on the interrupt, and checked on resume.
+
+The interrupt stores the answer's JSON Schema (for forms) and, where the answer is a class
+another process can import, its ``module:QualName``. A resume validates the answer with that
+class, validators included; otherwise with the schema. Either way a wrong answer is refused
+with 422 while the run stays parked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import InvalidAnswer
+from .events import dumps
+from .records import RunRecord
+
+__all__ = ["check_answer", "resolve_type_ref", "type_ref"]
+
+
+def type_ref(annotation: Any) -> str | None:
+    """``module:QualName`` of a class another process can import, so a resume validates fully."""
+    if not isinstance(annotation, type) or annotation.__module__ == "builtins":
+        return None
+    if "<locals>" in annotation.__qualname__:
+        return None
+    return f"{annotation.__module__}:{annotation.__qualname__}"
+
+
+def resolve_type_ref(ref: str) -> Any:
+    """The class named by :func:`type_ref`; ``None`` if it cannot be imported here."""
+    module, _, qualname = ref.partition(":")
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return found if isinstance(found, type) else None
+
+
+def check_answer(record: RunRecord, answer: Any) -> None:
+    """Refuse an answer that does not fit the interrupt; the run stays parked.
+
+    The answer's class is imported where it can be (so pydantic validators run too);
+    otherwise its JSON Schema, stored on the interrupt, is checked.
+    """
+    interrupt = record.interrupt
+    assert interrupt is not None
+    try:
+        dumps(answer)
+    except (TypeError, ValueError):
+        raise InvalidAnswer(f"the answer to {interrupt.name!r} is not JSON") from None
+    answer_type = resolve_type_ref(interrupt.answer_type) if interrupt.answer_type else None
+    if answer_type is not None:
+        try:
+            TypeAdapter(answer_type).validate_python(answer)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_context=False)
+            details = [{"loc": list(error["loc"]), "msg": error["msg"]} for error in errors]
+            where = ".".join(str(part) for part in errors[0]["loc"]) or "answer"
+            raise InvalidAnswer(
+                f"the answer does not fit interrupt {interrupt.name!r}: {where}: {errors[0]['msg']}", details=details
+            ) from None
+        return
+    if not interrupt.answer_schema:
+        return
+    import jsonschema  # lazily: only a resume pays for it
+
+    validator = jsonschema.Draft202012Validator(interrupt.answer_schema)
+    found = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
+    if found:
+        details = [{"loc": list(error.absolute_path), "msg": error.message} for error in found]
+        where = ".".join(str(part) for part in found[0].absolute_path) or "answer"
+        raise InvalidAnswer(
+            f"the answer does not fit interrupt {interrupt.name!r}: {where}: {found[0].message}", details=details
+        )
