@@ -1,14 +1,14 @@
 """Interrupt answers: how an answer's type is recorded on the interrupt, and checked on resume.
 
-The interrupt stores the answer's JSON Schema (for forms) and, where the answer is a class
-another process can import, its ``module:QualName``. A resume validates the answer with that
-class, validators included; otherwise with the schema. Either way a wrong answer is refused
-with 422 while the run stays parked.
+The interrupt stores the answer's JSON Schema (for forms) and, where the answer is a
+module-level class, its ``module:QualName``. A resume validates the answer with that class,
+validators included, when the resuming process has it loaded; otherwise with the schema.
+Either way a wrong answer is refused with 422 while the run stays parked.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -29,16 +29,23 @@ def type_ref(annotation: Any) -> str | None:
     return f"{annotation.__module__}:{annotation.__qualname__}"
 
 
-def resolve_type_ref(ref: str) -> Any:
-    """The class named by :func:`type_ref`; ``None`` if it cannot be imported here."""
+def resolve_type_ref(ref: str, schema: dict[str, Any] | None) -> Any:
+    """The class named by :func:`type_ref`, if this process has loaded it and it still has ``schema``.
+
+    Nothing is imported: the class is looked up among modules already loaded (the agents'
+    own), so a reference in the store can never make a process run new code; and a class
+    whose schema changed since the interrupt (a deploy in between) is not trusted.
+    """
     module, _, qualname = ref.partition(":")
+    found: Any = sys.modules.get(module)
     try:
-        found: Any = importlib.import_module(module)
         for part in qualname.split("."):
             found = getattr(found, part)
-    except (ImportError, AttributeError):
+        if not isinstance(found, type) or TypeAdapter(found).json_schema() != schema:
+            return None
+    except Exception:  # noqa: BLE001 - anything odd: fall back to the stored schema
         return None
-    return found if isinstance(found, type) else None
+    return found
 
 
 def check_answer(record: RunRecord, answer: Any) -> None:
@@ -53,7 +60,7 @@ def check_answer(record: RunRecord, answer: Any) -> None:
         dumps(answer)
     except (TypeError, ValueError):
         raise InvalidAnswer(f"the answer to {interrupt.name!r} is not JSON") from None
-    answer_type = resolve_type_ref(interrupt.answer_type) if interrupt.answer_type else None
+    answer_type = resolve_type_ref(interrupt.answer_type, interrupt.answer_schema) if interrupt.answer_type else None
     if answer_type is not None:
         try:
             TypeAdapter(answer_type).validate_python(answer)

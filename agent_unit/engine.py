@@ -281,15 +281,18 @@ class RunEngine:
 
     def start_background(self) -> None:
         """Start the sweep loop now (a server calls this at startup, so sleepers wake on time)."""
-        if self._sweeps and self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().create_task(self.run_sweeps(), name="agent-unit sweep")
+        if not self._sweeps:
+            return
+        loop = asyncio.get_running_loop()
+        if self._sweeper is None or self._sweeper.done() or self._sweeper.get_loop() is not loop:
+            self._sweeper = loop.create_task(self.run_sweeps(), name="agent-unit sweep")
 
     async def aclose(self) -> None:
         """Stop local executions (their runs are released for another process), timers and sweeps."""
-        if self._sweeper is not None:
+        if self._sweeper is not None and self._sweeper.get_loop() is asyncio.get_running_loop():
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
-            self._sweeper = None
+        self._sweeper = None
         for run_id in list(self._timers):
             self._disarm(run_id)
         tasks = [task for task, _ in self._executions.values()]
@@ -377,11 +380,11 @@ class RunEngine:
                         f"agent {record.agent!r} returned a value that does not fit its return type: {exc}"
                     ) from None
             except Park as park:
-                await execution.settle()  # journal steps still running beside the park first
+                await execution.settle(self.lease_ttl)  # journal steps still running beside the park first
                 outcome = park
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
                 outcome = exc
-            renewal.cancel()  # from here on this execution only saves its outcome
+            self._stop_renewal(execution, renewal)  # from here on this execution only saves its outcome
             try:
                 if isinstance(outcome, Park):
                     await self._park(execution, outcome)
@@ -393,6 +396,7 @@ class RunEngine:
                 log.exception("saving run %s failed; the sweep will recover it once its lease lapses", record.id)
         except asyncio.CancelledError:
             if execution.stop_reason == "shutdown":
+                self._stop_renewal(execution, renewal)
                 await self._release(execution)
             if execution.stop_reason is None:
                 raise
@@ -410,16 +414,30 @@ class RunEngine:
         while True:
             await asyncio.sleep(self.lease_ttl / 3)
             expires = self.clock.time() + self.lease_ttl
-            async with execution.lock:
+            async with execution.lock:  # never cancelled in here (see _stop_renewal)
+                if execution.stopping:
+                    return
                 version = await self.store.renew_lease(record.id, owner=self.owner, expires=expires)
+                if version is not None:
+                    record.version = version
+                    record.lease_expires = record.due_at = expires
             if version is None:
                 execution.stop_reason = "lost"
                 execution.signal.set()
                 if task is not None:
                     task.cancel()
                 return
-            record.version = version
-            record.lease_expires = record.due_at = expires
+
+    @staticmethod
+    def _stop_renewal(execution: Execution, renewal: asyncio.Future[None]) -> None:
+        """Stop renewing before the outcome is saved, without cutting a renewal in half.
+
+        A renewal that already holds the lock finishes and records the version it bumped;
+        one that is asleep or still waiting for the lock is cancelled.
+        """
+        execution.stopping = True
+        if not execution.lock.locked():
+            renewal.cancel()
 
     async def _save(
         self, execution: Execution, *, journal: tuple[JournalEntry, ...] = (), event: dict[str, Any]

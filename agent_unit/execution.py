@@ -7,6 +7,7 @@ reads its outcome from it. It lives only while the run executes: a parked run ha
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -46,36 +47,36 @@ class Execution:
         self._new_steps = 0
         self._flush: asyncio.TimerHandle | None = None
         self._flushing: set[asyncio.Task[None]] = set()
-        self._working: dict[asyncio.Task[Any], int] = {}
+        self._in_flight = 0
+        self._idle: asyncio.Event | None = None
+        self.stopping = False  # set once the agent is done: no new step starts, no renewal runs
 
-    def enter_step(self) -> asyncio.Task[Any]:
-        """Mark the current task as inside a step, so a park elsewhere waits for it to be journaled."""
-        task = asyncio.current_task()
-        assert task is not None
-        self._working[task] = self._working.get(task, 0) + 1
-        return task
+    def enter_step(self) -> None:
+        self._in_flight += 1
 
-    def leave_step(self, task: asyncio.Task[Any]) -> None:
-        if self._working[task] == 1:
-            del self._working[task]
-        else:
-            self._working[task] -= 1
+    def leave_step(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0 and self._idle is not None:
+            self._idle.set()
 
-    async def settle(self) -> None:
-        """Wait for steps still running in other tasks (``asyncio.gather`` siblings of a park).
+    async def settle(self, limit: float) -> None:
+        """Let steps still running beside a park (``asyncio.gather`` siblings) finish and be journaled.
 
-        Their results are journaled before the run parks, so a resume does not run them again.
+        No new step starts from here on. A step still running after ``limit`` seconds is left to
+        the lease: its late commit is refused, and the resume runs it again.
         """
-        current = asyncio.current_task()
-        while others := [task for task in self._working if task is not current and not task.done()]:
-            await asyncio.wait(others)
+        self.stopping = True
+        if self._in_flight:
+            self._idle = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), limit)
 
     def now(self) -> float:
         return self._clock.time()
 
     def before_step(self) -> None:
         """Called before new work: stop if cancelled, yield if the budget is spent."""
-        if self.signal.is_set():
+        if self.signal.is_set() or self.stopping:
             raise Cancelled()
         if self._budget is not None and self._new_steps and time.monotonic() - self._started >= self._budget:
             raise Yielded()

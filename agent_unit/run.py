@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import hashlib
 import importlib
 import inspect
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -126,6 +129,17 @@ class StepFailed(AgentUnitError):
 _ANY = object()
 _json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
 _THREADS = sys.platform != "emscripten"  # Pyodide (Workers) has no threads: sync steps run inline there
+_pool: ThreadPoolExecutor | None = None
+
+
+def _step_threads() -> ThreadPoolExecutor:
+    """The threads sync steps run in: their own pool, so slow steps never starve the loop's default one."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-unit-step")
+    return _pool
+
+
 _adapters: dict[Any, TypeAdapter[Any]] = {}
 _arity: dict[Any, bool] = {}
 _returns: dict[Any, Any] = {}
@@ -142,18 +156,19 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
 
 
 def _return_annotation(fn: Callable[..., Any]) -> Any:
-    """``fn``'s return annotation, evaluated once per code object (string annotations cost an eval)."""
+    """``fn``'s return annotation; a string one is evaluated once per code object (an eval is slow)."""
     annotations = getattr(fn, "__annotations__", None)
     if not annotations or "return" not in annotations:
         return _ANY
+    hint = annotations["return"]
+    if not isinstance(hint, str):
+        return hint
     code = getattr(fn, "__code__", None)
     if code is not None and code in _returns:
         return _returns[code]
     try:
         hint = inspect.get_annotations(fn, eval_str=True).get("return", _ANY)
-    except NameError:  # a string annotation naming a local class: no type to validate against
-        hint = _ANY
-    if hint is inspect.Signature.empty:
+    except NameError:  # names a class local to a function: no type to validate against
         hint = _ANY
     if code is not None:
         _returns[code] = hint
@@ -185,6 +200,13 @@ def _encode_error(exc: BaseException, step: str) -> dict[str, Any]:
     return error
 
 
+def _bare(cls: type[Exception], args: tuple[Any, ...]) -> Exception:
+    """An instance of ``cls`` with ``args`` set, without running its ``__init__``."""
+    exc = cls.__new__(cls)
+    exc.args = args
+    return exc
+
+
 def _rebuild_error(error: dict[str, Any]) -> BaseException:
     """The journaled exception: the same type built from the same arguments where possible."""
     module, _, name = error["type"].rpartition(".")
@@ -195,17 +217,14 @@ def _rebuild_error(error: dict[str, Any]) -> BaseException:
     except (ImportError, AttributeError):
         cls = None
     if isinstance(cls, type) and issubclass(cls, Exception):
-        args = error.get("args", [error["message"]])
-        try:
-            return cls(*args)
-        except Exception:  # noqa: BLE001 - a constructor that wants other arguments
+        args = tuple(error.get("args", [error["message"]]))
+        for build in (lambda: cls(*args), lambda: _bare(cls, args)):
             try:
-                exc = cls.__new__(cls)
-                exc.args = tuple(args)
-                if str(exc) == error["message"]:
-                    return exc
-            except Exception:  # noqa: BLE001 - fall back below
-                pass
+                exc = build()
+            except Exception:  # noqa: BLE001 - a constructor that wants other arguments: try the next way
+                continue
+            if str(exc) == error["message"]:
+                return exc
     return StepFailed(f"step {error.get('step')!r} failed: {error['type']}: {error['message']}")
 
 
@@ -329,14 +348,15 @@ class Run:
         execution.schedule_flush()
         context = StepContext(name, key, self.id, self.attempt)
         args = (context,) if _wants_context(fn) else ()
-        task = execution.enter_step()
+        execution.enter_step()
         try:
             token = _current_step.set(context)
             try:
                 if _THREADS and not inspect.iscoroutinefunction(fn):
                     # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
                     # so the loop keeps renewing this run's lease and serving other runs.
-                    result = await asyncio.to_thread(fn, *args)
+                    call = functools.partial(contextvars.copy_context().run, fn, *args)
+                    result = await asyncio.get_running_loop().run_in_executor(_step_threads(), call)
                 else:
                     result = fn(*args)
                 if inspect.isawaitable(result):
@@ -353,7 +373,7 @@ class Run:
                 raise
             await execution.commit(JournalEntry(key, text), step_finished(name))
         finally:
-            execution.leave_step(task)
+            execution.leave_step()
         return _decode(text, annotation)
 
     def idempotency_key(self) -> str:

@@ -418,3 +418,35 @@ async def test_an_unknown_status_is_a_422() -> None:
     with pytest.raises(InvalidArgument) as caught:
         await create_test_unit({}).engine.list(status="parked")
     assert caught.value.status == 422
+
+
+async def test_a_renewal_in_flight_never_costs_the_outcome_save() -> None:
+    class SlowStore(MemoryStore):
+        """A networked store: the renewal lands, then its answer takes a while to come back."""
+
+        async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
+            version = await super().renew_lease(run_id, owner=owner, expires=expires)
+            await asyncio.sleep(0.2)
+            return version
+
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await asyncio.sleep(0.15)  # the agent ends while a renewal (every 0.1 s) is in flight
+        return "done"
+
+    engine = RunEngine({"a": agent}, SlowStore(), lease_ttl="0.3s", background_sweep=False)
+    record = await engine.start("a", None, wait=True)
+    assert record.status == RunStatus.completed and record.output == "done"
+    await engine.aclose()
+
+
+async def test_answer_classes_are_never_imported_from_the_store() -> None:
+    import sys
+
+    from agent_unit.answers import resolve_type_ref
+
+    assert "this_module_does_not_exist" not in sys.modules
+    assert resolve_type_ref("this_module_does_not_exist:Anything", {}) is None
+    assert resolve_type_ref("json:JSONDecodeError", {}) is None  # not a model of that schema
+    assert resolve_type_ref(f"{Order.__module__}:Order", Order.model_json_schema()) is Order
+    assert resolve_type_ref(f"{Order.__module__}:Order", {"type": "object"}) is None  # changed since: use the schema

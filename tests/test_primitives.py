@@ -134,7 +134,9 @@ async def test_unimportable_error_types_replay_as_step_failed() -> None:
 
     error = _rebuild_error({"type": "nowhere.Missing", "message": "gone", "step": "s"})
     assert isinstance(error, StepFailed) and "nowhere.Missing: gone" in str(error)
-    assert isinstance(_rebuild_error({"type": "builtins.KeyError", "message": "k", "step": "s"}), KeyError)
+    assert isinstance(
+        _rebuild_error({"type": "builtins.KeyError", "message": "'k'", "args": ["k"], "step": "s"}), KeyError
+    )
 
 
 async def test_parallel_steps_get_deterministic_keys(effects: Effects) -> None:
@@ -580,3 +582,69 @@ async def test_step_started_reaches_the_store_while_the_step_runs() -> None:
     assert [event["type"] for event in await unit.events(record.id)] == ["RUN_STARTED", "STEP_STARTED"]
     release.set()
     await unit.engine.wait(record.id)
+
+
+class HTTPStatusError(Exception):
+    """An error that formats its own message from its arguments (as many SDK errors do)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+
+
+async def test_a_replayed_error_never_differs_from_the_first_run() -> None:
+    from agent_unit.run import _encode_error, _rebuild_error
+
+    rebuilt = _rebuild_error(_encode_error(HTTPStatusError(503, "busy"), "s"))
+    assert type(rebuilt) is HTTPStatusError and str(rebuilt) == "HTTP 503: busy"
+
+
+async def test_a_sibling_that_keeps_stepping_does_not_keep_the_run_from_parking() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        async def poll() -> None:
+            for i in range(10**6):  # polls until the run stops it
+                await run.step("poll", lambda i=i: i)
+                await asyncio.sleep(0.001)
+
+        await asyncio.gather(poll(), run.interrupt("approve"))
+        return "done"
+
+    unit = create_test_unit({"a": agent})
+    parked = await asyncio.wait_for(unit.run("a"), 5)
+    assert parked.status == RunStatus.interrupted
+
+
+async def test_closures_from_one_factory_keep_their_own_return_types() -> None:
+    class User(BaseModel):
+        name: str
+
+    class Invoice(BaseModel):
+        total: int
+
+    def loader(kind: type[BaseModel], value: dict[str, Any]) -> Any:
+        def load() -> BaseModel:
+            return kind.model_validate(value)
+
+        load.__annotations__["return"] = kind
+        return load
+
+    @define_agent
+    async def agent(input: None, run: Run) -> list[str]:
+        user = await run.step("user", loader(User, {"name": "ann"}))
+        invoice = await run.step("invoice", loader(Invoice, {"total": 5}))
+        return [type(user).__name__, type(invoice).__name__]
+
+    assert (await create_test_unit({"a": agent}).run("a")).output == ["User", "Invoice"]
+
+
+async def test_a_sync_step_sees_the_run_and_its_key_in_its_thread() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> list[str]:
+        def inside() -> list[str]:
+            return [use_run().id, use_run().idempotency_key()]
+
+        return await run.step("inside", inside)
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.output is not None and record.output[0] == record.id and len(record.output[1]) == 40

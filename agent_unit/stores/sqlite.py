@@ -1,8 +1,9 @@
 """The embedded default store: one SQLite file in WAL mode, exact across processes.
 
-Every write is one ``BEGIN IMMEDIATE`` transaction: the compare-and-set, the lease fence and
-the seq counter are conditions of a single ``UPDATE ... RETURNING`` on the run's row, so
-two processes on one file cannot both win, and a journaled step costs one commit.
+Every write is one ``BEGIN IMMEDIATE`` transaction, which holds the file's write lock until it
+commits: the compare-and-set is a conditional ``UPDATE`` on the run's version, the lease fence
+a read of the run's owner, and each event's seq follows the run's last event. Two processes on
+one file cannot both win, and a journaled step costs one commit.
 
 Calls run on the event loop's thread: a WAL commit at ``synchronous=NORMAL`` takes
 microseconds, far less than handing each call to a worker thread would cost. A writer that
