@@ -19,6 +19,16 @@ from .run import Cancelled, Interrupted, Park, Run, Sleeping, StepContext, Yield
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # The HTTP layer imports Starlette: only code that serves HTTP pays for it.
+    if name == "create_agent_unit":
+        from .http import create_agent_unit
+
+        return create_agent_unit
+    raise AttributeError(f"module 'agent_unit' has no attribute {name!r}")
+
+
 __all__ = [
     "Agent",
     "AgentNotFound",
@@ -40,6 +50,7 @@ __all__ = [
     "StepResultError",
     "Yielded",
     "__version__",
+    "create_agent_unit",
     "define_agent",
     "use_run",
 ]

@@ -36,6 +36,7 @@ from .ids import new_id
 from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
 from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
 from .stores import Store, open_store
+from .tail import EventTail
 
 __all__ = ["RunEngine", "SweepResult"]
 
@@ -105,6 +106,7 @@ class RunEngine:
         self.schedule_wake = schedule_wake
         self.on_continue = on_continue
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{new_id('x')[-8:]}"
+        self.tail = EventTail()
         self._executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -177,6 +179,7 @@ class RunEngine:
             due_at=now + self.lease_ttl,
         )
         await self.store.create_run(record, events=[ev.dumps(ev.run_started(record.id, record.thread_id))])
+        self.tail.notify(record.id)
         self._spawn(record)
         return await self.wait(record.id) if wait else record.model_copy()
 
@@ -225,6 +228,7 @@ class RunEngine:
                 continue  # changed under us (a lease renewal, a park): look again
             record.version = expected + 1
             break
+        self.tail.notify(run_id)
         self._disarm(run_id)
         self._stop(run_id, "cancelled")
         return record
@@ -327,6 +331,8 @@ class RunEngine:
             record, expected_version=expected, journal=journal, events=[ev.dumps(event) for event in events]
         )
         record.version = expected + 1
+        if events:
+            self.tail.notify(record.id)
         self._disarm(record.id)
         self._spawn(record)
 
@@ -340,6 +346,7 @@ class RunEngine:
             budget=self.budget,
             max_step_bytes=self.max_step_bytes,
             delta_batch_ms=self.delta_batch_ms,
+            notify=self.tail.notify,
         )
         task = asyncio.get_running_loop().create_task(self._execute(execution), name=f"agent-unit {record.id}")
         self._executions[record.id] = (task, execution)
@@ -455,6 +462,7 @@ class RunEngine:
                 log.info("run %s changed while executing (cancelled or taken over); this execution stops", record.id)
                 return False
         record.version = expected + 1
+        self.tail.notify(record.id)
         return True
 
     def _finish(self, record: RunRecord, status: RunStatus) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .errors import LeaseLost
@@ -31,11 +32,13 @@ class Execution:
         budget: float | None,
         max_step_bytes: int,
         delta_batch_ms: int,
+        notify: Callable[[str], None] = lambda run_id: None,
     ) -> None:
         self.record = record
         self.store = store
         self.owner = owner
         self.max_step_bytes = max_step_bytes
+        self._notify = notify
         self.signal = asyncio.Event()
         self.events = EventBuffer(delta_batch_ms)
         self.lock = asyncio.Lock()
@@ -93,6 +96,7 @@ class Execution:
             except LeaseLost:
                 self.signal.set()
                 raise Cancelled() from None
+        self._notify(self.record.id)
 
     def schedule_flush(self) -> None:
         """Write pending events within ``delta_batch_ms`` if no journal write takes them first."""
@@ -117,6 +121,8 @@ class Execution:
                     await self.store.append(self.record.id, owner=self.owner, events=self.events.drain())
                 except LeaseLost:
                     self.signal.set()
+                    return
+        self._notify(self.record.id)
 
     def close(self) -> None:
         self._cancel_flush()

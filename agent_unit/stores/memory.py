@@ -96,6 +96,10 @@ class MemoryStore:
         start = bisect.bisect_right([event.seq for event in run.events], after)
         return run.events[start : None if limit is None else start + limit]
 
+    async def last_seq(self, run_id: str) -> int:
+        run = self._runs.get(run_id)
+        return 0 if run is None else run.seq
+
     async def list_runs(
         self,
         *,

@@ -71,6 +71,10 @@ class Store(Protocol):
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]: ...
 
+    async def last_seq(self, run_id: str) -> int:
+        """The seq of the run's newest event (0 when it has none): where a new stream starts."""
+        ...
+
     async def list_runs(
         self,
         *,

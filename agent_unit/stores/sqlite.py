@@ -215,6 +215,9 @@ class SQLiteStore:
         ).fetchall()
         return [StoredEvent(seq, data) for seq, data in rows]
 
+    async def last_seq(self, run_id: str) -> int:
+        return self._db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
+
     async def list_runs(
         self,
         *,

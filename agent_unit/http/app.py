@@ -1,0 +1,299 @@
+"""``create_agent_unit``: the HTTP API of DESIGN.md as one Starlette app (an ASGI callable).
+
+Every route goes through the one :class:`~agent_unit.engine.RunEngine`; every error is JSON
+``{"error": {"code", "message"}}`` with its status, and nothing else (no stack trace) ever
+reaches a client. The app needs no lifespan: serverless hosts run lifespan per invocation,
+and a mounted sub-app gets none, so anything it needs starts on the first request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from .. import env
+from ..agent import Agent
+from ..discovery import discover_agents
+from ..engine import RunEngine
+from ..errors import AgentNotFound, AgentUnitError, InvalidArgument
+from ..records import RunRecord
+from .auth import Authorize, authorize, check_secret, load_authorize, production
+from .bodies import BadRequest, read_json
+from .sse import SSEResponse, event_stream
+
+__all__ = ["AgentUnit", "create_agent_unit"]
+
+log = logging.getLogger("agent_unit.http")
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+class AgentUnit(Starlette):
+    """The ASGI app; ``engine`` is the :class:`RunEngine` behind it."""
+
+    engine: RunEngine
+
+
+def create_agent_unit(
+    agents: Mapping[str, Agent] | None = None,
+    *,
+    engine: RunEngine | None = None,
+    store: Any = None,
+    name: str = "agent-unit",
+    base_path: str = "/",
+    authorize: Authorize | str | None = None,
+    max_body_bytes: int = 1_000_000,
+    secret: str | None = None,
+    require_secret: bool | None = None,
+    keepalive_seconds: float = 15.0,
+    poll_interval: float = 1.0,
+    **engine_options: Any,
+) -> AgentUnit:
+    """The HTTP API for ``agents`` (default: discovered from ``./agents``) over ``store``.
+
+    ``authorize(request, action, run)`` guards every public route (``"module:function"``
+    works too); ``secret`` (default ``$AGENT_UNIT_SECRET``) guards the internal ones, and
+    ``require_secret`` (default: ``AGENT_UNIT_ENV=production``) refuses them without one.
+    """
+    if engine is None:
+        engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
+    elif agents is not None or store is not None or engine_options:
+        raise TypeError("pass either engine=, or agents/store/engine options, not both")
+    api = _Api(
+        engine,
+        name=name,
+        authorize=load_authorize(authorize),
+        max_body_bytes=max_body_bytes,
+        secret=secret if secret is not None else env.get("AGENT_UNIT_SECRET"),
+        require_secret=production() if require_secret is None else require_secret,
+        keepalive=keepalive_seconds,
+        poll_interval=poll_interval,
+    )
+    routes: list[BaseRoute] = [
+        Route("/agents", api.manifest, methods=["GET"]),
+        Route("/agents/{agent}/runs", api.start, methods=["POST"]),
+        Route("/runs", api.list, methods=["GET"]),
+        Route("/runs/{run_id}", api.get, methods=["GET"]),
+        Route("/runs/{run_id}", api.delete, methods=["DELETE"]),
+        Route("/runs/{run_id}/events", api.events, methods=["GET"]),
+        Route("/runs/{run_id}/resume", api.resume, methods=["POST"]),
+        Route("/runs/{run_id}/cancel", api.cancel, methods=["POST"]),
+        Route("/__agent-unit/continue", api.continue_run, methods=["POST"]),
+        Route("/__agent-unit/sweep", api.sweep, methods=["POST"]),
+    ]
+    prefix = "/" + base_path.strip("/")
+    if prefix != "/":
+        routes = [Mount(prefix, routes=routes)]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        engine.start_background()
+        yield
+        await engine.aclose()
+
+    app = AgentUnit(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={AgentUnitError: _agent_unit_error, HTTPException: _http_error, Exception: _server_error},
+    )
+    app.engine = engine
+    return app
+
+
+def _error(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return JSONResponse({"error": error}, status_code=status)
+
+
+async def _agent_unit_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, AgentUnitError)
+    details = exc.details
+    if details is not None:
+        details = (
+            [{k: v for k, v in item.items() if k != "ctx"} for item in details] if isinstance(details, list) else None
+        )
+    return _error(exc.status, exc.code, exc.message, details)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    message = {404: f"no route {request.method} {request.url.path}", 405: f"{request.method} is not allowed here"}
+    return _error(exc.status_code, codes.get(exc.status_code, "http_error"), message.get(exc.status_code, exc.detail))
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.exception("agent-unit: unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error(500, "internal", "internal error: the server logged the details")
+
+
+def _flag(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() in _TRUE
+
+
+def _wants_stream(request: Request) -> bool:
+    return "text/event-stream" in request.headers.get("accept", "")
+
+
+def _run_info(record: RunRecord) -> dict[str, Any]:
+    return {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
+
+
+class _Api:
+    def __init__(
+        self,
+        engine: RunEngine,
+        *,
+        name: str,
+        authorize: Authorize | None,
+        max_body_bytes: int,
+        secret: str | None,
+        require_secret: bool,
+        keepalive: float,
+        poll_interval: float,
+    ) -> None:
+        self.engine = engine
+        self.name = name
+        self.authorize = authorize
+        self.max_body_bytes = max_body_bytes
+        self.secret = secret
+        self.require_secret = require_secret
+        self.keepalive = keepalive
+        self.poll_interval = poll_interval
+
+    async def _guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
+        self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
+        await authorize(self.authorize, request, action, run)
+
+    async def _run(self, request: Request, action: str) -> RunRecord:
+        record = await self.engine.get(request.path_params["run_id"])
+        await self._guard(request, action, _run_info(record))
+        return record
+
+    def _stream(self, run_id: str, after: int, follow: bool = False) -> SSEResponse:
+        def body(stop: Any) -> AsyncIterator[bytes]:
+            return event_stream(
+                self.engine,
+                run_id,
+                after=after,
+                follow=follow,
+                keepalive=self.keepalive,
+                poll_interval=self.poll_interval,
+                stop=stop,
+            )
+
+        return SSEResponse(body, headers={"x-run-id": run_id})
+
+    # -- public routes ---------------------------------------------------------------------
+
+    async def manifest(self, request: Request) -> Response:
+        await self._guard(request, "manifest", {})
+        agents = [
+            {
+                "name": agent_name,
+                "description": agent.description,
+                "framework": agent.framework,
+                "input_schema": agent.input_schema,
+                "output_schema": agent.output_schema,
+            }
+            for agent_name, agent in sorted(self.engine.agents.items())
+        ]
+        return JSONResponse({"name": self.name, "agents": agents})
+
+    async def start(self, request: Request) -> Response:
+        agent = request.path_params["agent"]
+        body = await read_json(request, self.max_body_bytes)
+        unknown = sorted(set(body) - {"input", "thread_id"})
+        if unknown:
+            raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ...}}")
+        thread_id = body.get("thread_id")
+        if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
+            raise BadRequest("thread_id must be a non-empty string")
+        if agent not in self.engine.agents:
+            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
+        await self._guard(request, "start", {"agent": agent, "thread_id": thread_id})
+        if _wants_stream(request):
+            record = await self.engine.start(agent, body.get("input"), thread_id=thread_id)
+            return self._stream(record.id, after=0)
+        wait = _flag(request, "wait")
+        record = await self.engine.start(agent, body.get("input"), thread_id=thread_id, wait=wait)
+        return JSONResponse(record.public(), status_code=200 if wait else 202)
+
+    async def list(self, request: Request) -> Response:
+        query = request.query_params
+        try:
+            limit = int(query.get("limit", "50"))
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 200:
+            raise InvalidArgument(f"limit={query.get('limit')!r}: use a number from 1 to 200")
+        agent, thread_id = query.get("agent"), query.get("thread_id")
+        await self._guard(request, "list", {"agent": agent, "thread_id": thread_id})
+        page = await self.engine.list(
+            status=query.get("status"), agent=agent, thread_id=thread_id, limit=limit, cursor=query.get("cursor")
+        )
+        return JSONResponse({"runs": [run.public() for run in page.runs], "next_cursor": page.next_cursor})
+
+    async def get(self, request: Request) -> Response:
+        record = await self._run(request, "get")
+        return JSONResponse(record.public())
+
+    async def events(self, request: Request) -> Response:
+        record = await self._run(request, "events")
+        raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        if not raw.isdigit():
+            raise InvalidArgument(
+                f"Last-Event-ID / after = {raw!r}: send the seq (a whole number) of the last event seen"
+            )
+        return self._stream(record.id, after=int(raw), follow=_flag(request, "follow"))
+
+    async def resume(self, request: Request) -> Response:
+        record = await self._run(request, "resume")
+        body = await read_json(request, self.max_body_bytes, required=False)
+        unknown = sorted(set(body) - {"answer"})
+        if unknown:
+            raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'answer': ...}}")
+        if _wants_stream(request):
+            after = await self.engine.store.last_seq(record.id)
+            await self.engine.resume(record.id, body.get("answer"))
+            return self._stream(record.id, after=after)
+        wait = _flag(request, "wait")
+        resumed = await self.engine.resume(record.id, body.get("answer"), wait=wait)
+        return JSONResponse(
+            (resumed if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202
+        )
+
+    async def cancel(self, request: Request) -> Response:
+        record = await self._run(request, "cancel")
+        return JSONResponse((await self.engine.cancel(record.id)).public())
+
+    async def delete(self, request: Request) -> Response:
+        record = await self._run(request, "delete")
+        await self.engine.delete(record.id)
+        return Response(status_code=204)
+
+    # -- internal routes -------------------------------------------------------------------
+
+    async def continue_run(self, request: Request) -> Response:
+        check_secret(request, self.secret, required=self.require_secret)
+        body = await read_json(request, self.max_body_bytes)
+        run_id = body.get("run_id")
+        if not isinstance(run_id, str):
+            raise BadRequest("send {'run_id': ...}")
+        record = await self.engine.continue_run(run_id, wait=True)
+        return JSONResponse(record.public())
+
+    async def sweep(self, request: Request) -> Response:
+        check_secret(request, self.secret, required=self.require_secret)
+        result = await self.engine.sweep(wait=True)
+        return JSONResponse({"woken": result.woken, "recovered": result.recovered, "deleted": result.deleted})

@@ -1,0 +1,77 @@
+"""Who may do what: the ``authorize`` hook for public routes, the shared secret for internal ones."""
+
+from __future__ import annotations
+
+import hmac
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+
+from .. import env
+from ..errors import AgentUnitError
+
+__all__ = ["Authorize", "Forbidden", "Unauthorized", "check_secret", "load_authorize"]
+
+# authorize(request, action, run) -> bool; ``run`` is {"agent", "thread_id", "id"} as known
+Authorize = Callable[[Request, str, dict[str, Any]], "bool | Awaitable[bool]"]
+
+
+class Unauthorized(AgentUnitError):
+    """Raise from ``authorize`` when the caller is not signed in (401)."""
+
+    code, status = "unauthorized", 401
+
+
+class Forbidden(AgentUnitError):
+    """Raised when ``authorize`` returns False (403)."""
+
+    code, status = "forbidden", 403
+
+
+def load_authorize(value: Authorize | str | None) -> Authorize | None:
+    """The hook itself, or ``"module:function"`` from the configuration."""
+    if value is None or callable(value):
+        return value
+    module, _, name = value.partition(":")
+    if not module or not name:
+        raise ValueError(f"authorize = {value!r}: write it as 'module:function', e.g. 'app.auth:authorize'")
+    try:
+        hook = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"authorize = {value!r} cannot be loaded: {exc}") from None
+    if not callable(hook):
+        raise ValueError(f"authorize = {value!r} is not a function")
+    return hook  # type: ignore[no-any-return]
+
+
+async def authorize(hook: Authorize | None, request: Request, action: str, run: dict[str, Any]) -> None:
+    if hook is None:
+        return
+    allowed = hook(request, action, run)
+    if inspect.isawaitable(allowed):
+        allowed = await allowed
+    if not allowed:
+        raise Forbidden(f"not allowed to {action.replace('_', ' ')}")
+
+
+def production() -> bool:
+    return env.get("AGENT_UNIT_ENV", "") == "production"
+
+
+def check_secret(request: Request, secret: str | None, *, required: bool) -> None:
+    """Internal endpoints: ``Authorization: Bearer <AGENT_UNIT_SECRET>``, compared in constant time.
+
+    Without a configured secret they are open in development and refused where ``required``
+    (production, serverless presets).
+    """
+    if not secret:
+        if required:
+            raise Unauthorized("internal endpoints are disabled: set AGENT_UNIT_SECRET to enable them")
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, token = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), secret.encode()):
+        raise Unauthorized("missing or wrong secret: send Authorization: Bearer $AGENT_UNIT_SECRET")
