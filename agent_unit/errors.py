@@ -10,6 +10,8 @@ from typing import Any
 
 __all__ = [
     "AgentNotFound",
+    "BadRequest",
+    "Forbidden",
     "AgentUnitError",
     "DiscoveryError",
     "InvalidAnswer",
@@ -18,9 +20,12 @@ __all__ = [
     "LeaseLost",
     "NonDeterminismError",
     "NotInterrupted",
+    "PayloadTooLarge",
     "RunConflict",
     "RunNotFound",
     "StepResultError",
+    "Unauthorized",
+    "UnsupportedMediaType",
 ]
 
 
@@ -100,3 +105,29 @@ class DiscoveryError(AgentUnitError):
     """``agents/`` holds a module that is not exactly one agent."""
 
     code, status = "discovery", 500
+
+
+class BadRequest(AgentUnitError):
+    """The request is malformed: not JSON, not an object, unknown fields."""
+
+    code, status = "bad_request", 400
+
+
+class Unauthorized(AgentUnitError):
+    """Raise from ``authorize`` when the caller is not signed in (401)."""
+
+    code, status = "unauthorized", 401
+
+
+class Forbidden(AgentUnitError):
+    """The ``authorize`` hook refused the request (403)."""
+
+    code, status = "forbidden", 403
+
+
+class PayloadTooLarge(AgentUnitError):
+    code, status = "payload_too_large", 413
+
+
+class UnsupportedMediaType(AgentUnitError):
+    code, status = "unsupported_media_type", 415

@@ -23,10 +23,10 @@ from .. import env
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
-from ..errors import AgentNotFound, AgentUnitError, InvalidArgument
+from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument
 from ..records import RunRecord
 from .auth import Authorize, authorize, check_secret, load_authorize, production
-from .bodies import BadRequest, read_json
+from .bodies import read_json
 from .sse import SSEResponse, event_stream
 
 __all__ = ["AgentUnit", "create_agent_unit"]

@@ -11,24 +11,12 @@ from typing import Any
 from starlette.requests import Request
 
 from .. import env
-from ..errors import AgentUnitError
+from ..errors import Forbidden, Unauthorized
 
 __all__ = ["Authorize", "Forbidden", "Unauthorized", "check_secret", "load_authorize"]
 
 # authorize(request, action, run) -> bool; ``run`` is {"agent", "thread_id", "id"} as known
 Authorize = Callable[[Request, str, dict[str, Any]], "bool | Awaitable[bool]"]
-
-
-class Unauthorized(AgentUnitError):
-    """Raise from ``authorize`` when the caller is not signed in (401)."""
-
-    code, status = "unauthorized", 401
-
-
-class Forbidden(AgentUnitError):
-    """Raised when ``authorize`` returns False (403)."""
-
-    code, status = "forbidden", 403
 
 
 def load_authorize(value: Authorize | str | None) -> Authorize | None:

@@ -7,21 +7,9 @@ from typing import Any
 
 from starlette.requests import Request
 
-from ..errors import AgentUnitError
+from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
-__all__ = ["BadRequest", "read_json"]
-
-
-class BadRequest(AgentUnitError):
-    code, status = "bad_request", 400
-
-
-class PayloadTooLarge(AgentUnitError):
-    code, status = "payload_too_large", 413
-
-
-class UnsupportedMediaType(AgentUnitError):
-    code, status = "unsupported_media_type", 415
+__all__ = ["read_json"]
 
 
 async def read_json(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:

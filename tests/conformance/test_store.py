@@ -142,6 +142,8 @@ async def test_seqs_strictly_increase_across_every_kind_of_write(store: Store) -
     assert [event.seq for event in await store.read_events(record.id)] == [1, 2, 3, 4, 5]
     assert [event.seq for event in await store.read_events(record.id, after=3)] == [4, 5]
     assert [event.seq for event in await store.read_events(record.id, after=1, limit=2)] == [2, 3]
+    assert await store.last_seq(record.id) == 5
+    assert await store.last_seq("run_missing") == 0
 
 
 async def test_concurrent_appends_never_repeat_a_seq(store_factory: StoreFactory) -> None:
