@@ -1,0 +1,64 @@
+"""A real uvicorn process serving tests/server_app.py, which tests stop and start again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, store: str, *, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_STORE": store, **(env or {})}
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Server:
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "tests.server_app:app",
+                "--port",
+                str(self.port),
+                "--timeout-graceful-shutdown",
+                "1",
+                "--log-level",
+                "warning",
+            ],
+            env=self._env,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/agents", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise RuntimeError("the test server did not start")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self._process is not None:
+            self._process.send_signal(sig)
+            self._process.wait(timeout=20)
+            self._process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()

@@ -1,0 +1,62 @@
+"""The HTTP contract over a real uvicorn process: restarts between pause and resume, dropped streams."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from agent_unit.client import AgentClient, SyncAgentClient
+
+from .server import Server
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Server:
+    ledger = tmp_path / "ledger.txt"
+    running = Server(f"sqlite:///{tmp_path / 'runs.db'}", env={"LEDGER_FILE": str(ledger)}).start()
+    running.ledger = ledger  # type: ignore[attr-defined]
+    yield running  # type: ignore[misc]
+    running.stop()
+
+
+def test_pause_restart_the_server_resume_charges_once(server: Server) -> None:
+    with SyncAgentClient(server.url) as agents:
+        events = list(agents.run("refund", {"order_id": "o_1"}))
+        assert events[-1]["type"] == "RUN_INTERRUPTED"
+        run_id = events[-1]["runId"]
+    server.restart()  # a new process over the same store
+    with SyncAgentClient(server.url) as agents:
+        assert agents.get(run_id)["status"] == "interrupted"
+        finished = list(agents.resume(run_id, {"approved": True}))
+        assert [event["type"] for event in finished] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "RUN_FINISHED"]
+        assert finished[0]["seq"] == events[-1]["seq"] + 1
+        assert agents.get(run_id)["output"] == "refunded"
+    charges = server.ledger.read_text().splitlines()  # type: ignore[attr-defined]
+    assert len(charges) == 1 and charges[0].startswith("charge o_1 ")
+
+
+async def test_a_stream_dropped_by_a_server_restart_yields_every_event_once(server: Server) -> None:
+    seen: list[dict] = []
+    restarted = threading.Event()
+
+    async def consume() -> None:
+        async with AgentClient(server.url, reconnects=40) as agents:
+            async for event in agents.run("chatty", 300):
+                seen.append(event)
+                if len(seen) == 30 and not restarted.is_set():
+                    # mid-run: stop the server (it hands the run back) and start a new one
+                    await asyncio.to_thread(server.restart)
+                    restarted.set()
+
+    await asyncio.wait_for(consume(), 60)
+    assert restarted.is_set()
+    seqs = [event["seq"] for event in seen]
+    assert seqs == list(range(1, len(seqs) + 1))  # no gap, no duplicate
+    assert seen[-1]["type"] == "RUN_FINISHED" and seen[-1]["result"] == 300
+    ticks = [event for event in seen if event["type"] == "STEP_FINISHED"]
+    assert len(ticks) == 300
+    released = [i for i, event in enumerate(seen) if event.get("name") == "agent-unit.released"]
+    assert len(released) == 1 and released[0] < len(seen) - 2  # the old server handed it back; the new one finished it
