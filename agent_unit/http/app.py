@@ -81,8 +81,7 @@ def create_agent_unit(
         Route("/agents", api.manifest, methods=["GET"]),
         Route("/agents/{agent}/runs", api.start, methods=["POST"]),
         Route("/runs", api.list, methods=["GET"]),
-        Route("/runs/{run_id}", api.get, methods=["GET"]),
-        Route("/runs/{run_id}", api.delete, methods=["DELETE"]),
+        Route("/runs/{run_id}", api.run, methods=["GET", "DELETE"]),  # one route, so 405 lists both in Allow
         Route("/runs/{run_id}/events", api.events, methods=["GET"]),
         Route("/runs/{run_id}/resume", api.resume, methods=["POST"]),
         Route("/runs/{run_id}/cancel", api.cancel, methods=["POST"]),
@@ -129,7 +128,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     codes = {404: "not_found", 405: "method_not_allowed"}
     message = {404: f"no route {request.method} {request.url.path}", 405: f"{request.method} is not allowed here"}
-    return _error(exc.status_code, codes.get(exc.status_code, "http_error"), message.get(exc.status_code, exc.detail))
+    response = _error(exc.status_code, codes.get(exc.status_code, "http_error"), message.get(exc.status_code, exc.detail))
+    response.headers.update(exc.headers or {})  # e.g. Allow on 405
+    return response
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -243,6 +244,9 @@ class _Api:
             status=query.get("status"), agent=agent, thread_id=thread_id, limit=limit, cursor=query.get("cursor")
         )
         return JSONResponse({"runs": [run.public() for run in page.runs], "next_cursor": page.next_cursor})
+
+    async def run(self, request: Request) -> Response:
+        return await (self.delete(request) if request.method == "DELETE" else self.get(request))
 
     async def get(self, request: Request) -> Response:
         record = await self._run(request, "get")
