@@ -128,7 +128,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     codes = {404: "not_found", 405: "method_not_allowed"}
     message = {404: f"no route {request.method} {request.url.path}", 405: f"{request.method} is not allowed here"}
-    response = _error(exc.status_code, codes.get(exc.status_code, "http_error"), message.get(exc.status_code, exc.detail))
+    code = codes.get(exc.status_code, "http_error")
+    response = _error(exc.status_code, code, message.get(exc.status_code, exc.detail))
     response.headers.update(exc.headers or {})  # e.g. Allow on 405
     return response
 
