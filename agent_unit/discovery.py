@@ -21,7 +21,7 @@ from typing import Any
 from .agent import Agent
 from .errors import DiscoveryError
 
-__all__ = ["discover_agents"]
+__all__ = ["agent_sources", "discover_agents", "load_registry"]
 
 PACKAGE = "_agent_unit_agents"
 
@@ -110,3 +110,24 @@ def _named(agent: Agent, name: str) -> Agent:
     if agent.name is None:
         agent.name = name
     return agent
+
+
+def agent_sources(root: str | Path = ".", *, directory: str = "agents") -> dict[str, tuple[str, str]]:
+    """``{name: (module, attribute)}`` of the agents :func:`discover_agents` finds: a build's registry."""
+    agents = discover_agents(root, directory=directory)
+    sources = {}
+    for name, agent in agents.items():
+        module = sys.modules[f"{PACKAGE}.{name}"]
+        attribute = next(attr for attr, value in vars(module).items() if value is agent)
+        sources[name] = (name, attribute)
+    return sources
+
+
+def load_registry(directory: str | Path, registry: dict[str, tuple[str, str]]) -> dict[str, Agent]:
+    """Import exactly the agents a build listed (no directory scan at start-up)."""
+    folder = Path(directory).resolve()
+    agents = {}
+    for name, (module_name, attribute) in registry.items():
+        agent = getattr(_import(folder, module_name), attribute)
+        agents[name] = _named(agent, name)
+    return agents

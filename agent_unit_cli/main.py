@@ -1,7 +1,9 @@
-"""``agent-unit``: the command line. For now it lists the agents it discovers."""
+"""``agent-unit``: the command line."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import typer
@@ -12,14 +14,26 @@ from agent_unit import __version__
 from agent_unit.discovery import discover_agents
 from agent_unit.errors import DiscoveryError
 
+from .build import BuildError, build, routes
+from .config import ConfigError, load_config
+from .presets import PRESETS
+
 app = typer.Typer(help="Durable runs for any Python agent framework, on any host.", no_args_is_help=True)
 console = Console()
+errors = Console(stderr=True)
+
+ROOT = typer.Option(Path("."), "--root", help="The project folder (holds agents/).")
 
 
 def _version(value: bool) -> None:
     if value:
         console.print(f"agent-unit {__version__}")
         raise typer.Exit()
+
+
+def _fail(message: str) -> typer.Exit:
+    errors.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(1)
 
 
 @app.callback()
@@ -30,17 +44,93 @@ def _main(
 
 
 @app.command()
-def agents(root: Path = typer.Option(Path("."), "--root", help="The project folder (holds agents/).")) -> None:
+def agents(root: Path = ROOT) -> None:
     """List the agents found in agents/."""
     try:
         found = discover_agents(root)
     except DiscoveryError as exc:
-        console.print(f"[red]error:[/red] {exc.message}")
-        raise typer.Exit(1) from None
+        raise _fail(exc.message) from None
     table = Table("agent", "framework", "description")
     for name, agent in sorted(found.items()):
         table.add_row(name, agent.framework, agent.description.splitlines()[0] if agent.description else "")
     console.print(table)
+
+
+@app.command()
+def presets() -> None:
+    """List the build presets and what each needs."""
+    table = Table("preset", "output", "runs on", "storage")
+    for preset in PRESETS.values():
+        table.add_row(preset.name, preset.output, preset.runs_on, preset.storage)
+    console.print(table)
+
+
+@app.command()
+def dev(
+    root: Path = ROOT,
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
+    port: int = typer.Option(3000, help="Port to listen on."),
+    reload: bool = typer.Option(True, help="Restart when a file changes."),
+) -> None:
+    """Serve agents/ at http://localhost:3000, reloading on change."""
+    try:
+        config, source = load_config(root)
+        found = discover_agents(root)
+    except (ConfigError, DiscoveryError) as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"[bold]agent-unit {__version__}[/bold] dev: {len(found)} agent(s) from {root.resolve() / 'agents'}")
+    for name, agent in sorted(found.items()):
+        console.print(f"  [cyan]{name}[/cyan]  {agent.description.splitlines()[0] if agent.description else ''}")
+    for route in routes(config.base_path):
+        console.print(f"  {route}", highlight=False)
+    console.print(f"storage: {config.storage or 'sqlite:///.agent-unit/agent-unit.db'}; config: {source or 'defaults'}")
+    console.print(f"serving on http://{host}:{port}")
+    import uvicorn
+
+    os.environ["AGENT_UNIT_ROOT"] = str(root.resolve())
+    uvicorn.run(
+        "agent_unit_cli.dev:app",
+        factory=True,
+        host=host,
+        port=port,
+        reload=reload,
+        reload_dirs=[str(root.resolve())] if reload else None,
+        log_level="warning",
+    )
+
+
+@app.command("build")
+def build_command(
+    root: Path = ROOT,
+    preset: str | None = typer.Option(None, "--preset", help="server or docker (default: the config's, or server)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: .output/<preset>)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (for CI)."),
+) -> None:
+    """Build the agents for a host."""
+    try:
+        config, _ = load_config(root)
+        if as_json:
+            result = build(root, config, preset=preset, out=out)
+        else:
+            with console.status("building") as status:
+                result = build(root, config, preset=preset, out=out, progress=lambda step: status.update(step))
+    except (ConfigError, BuildError) as exc:
+        if as_json:
+            print(json.dumps({"error": str(exc)}))
+        raise _fail(str(exc)) from None
+    if as_json:
+        print(json.dumps(result.to_dict()))
+        return
+    console.print(
+        f"[green]built[/green] {len(result.agents)} agent(s) with the {result.preset} preset into {result.output}"
+    )
+    console.print(f"agents: {', '.join(result.agents)}")
+    for route in result.routes:
+        console.print(f"  {route}", highlight=False)
+    console.print(f"wrote: {', '.join(result.files)}")
+    for note in result.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    console.print(f"run it: [bold]{result.run}[/bold]")
 
 
 def main() -> None:

@@ -64,3 +64,12 @@ async def test_two_connections_see_one_file(tmp_path: Path) -> None:
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     await first.close()
     await second.close()
+
+
+def test_environment_variables_expand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNS_DB", str(tmp_path / "from-env.db"))
+    store = open_store("sqlite:///${RUNS_DB}")
+    assert isinstance(store, SQLiteStore) and (tmp_path / "from-env.db").exists()
+    monkeypatch.delenv("MISSING_URL", raising=False)
+    with pytest.raises(ValueError, match=r"needs \$\{MISSING_URL\}, which is not set"):
+        open_store("${MISSING_URL}")

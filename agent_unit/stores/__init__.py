@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import re
+
+from .. import env
 from .protocol import Store
 
 __all__ = ["DEFAULT_STORE_URL", "Store", "open_store"]
@@ -13,9 +16,24 @@ __all__ = ["DEFAULT_STORE_URL", "Store", "open_store"]
 DEFAULT_STORE_URL = "sqlite:///.agent-unit/agent-unit.db"
 
 
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand(url: str) -> str:
+    """``${NAME}`` from the environment, so a store's credentials never sit in a file or a build."""
+
+    def value(match: re.Match[str]) -> str:
+        found = env.get(match.group(1))
+        if found is None:
+            raise ValueError(f"the store URL needs ${{{match.group(1)}}}, which is not set: set it in the environment")
+        return str(found)
+
+    return _VARIABLE.sub(value, url)
+
+
 def open_store(url: str | None = None) -> Store:
-    """Open the store at ``url`` (the embedded SQLite file when ``None``)."""
-    url = url or DEFAULT_STORE_URL
+    """Open the store at ``url`` (the embedded SQLite file when ``None``); ``${NAME}`` expands."""
+    url = expand(url or DEFAULT_STORE_URL)
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "memory":
         from .memory import MemoryStore

@@ -1,79 +1,116 @@
-"""Take a refund through a pause, a restart and a resume on the embedded SQLite store.
+"""The refund example, end to end over HTTP: build, serve, pause, restart, resume.
 
     python examples/refund/main.py
 
-Process 1 starts the run, which parks at the approval. Process 2 (a fresh interpreter, as
-after a restart or a deploy) answers it and the run finishes. The ledger shows every
-effect ran exactly once.
+1. `agent-unit build` turns agents/ into .output/server/ (the server preset).
+2. The built server starts, and a run is started over HTTP; its events stream to the terminal
+   until it parks for approval.
+3. The server is stopped and started again (a deploy, a crash, a scale-down).
+4. The run is resumed over HTTP and finishes; the ledger shows each effect ran exactly once.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 STATE = HERE / ".agent-unit"
-STORE = f"sqlite:///{STATE / 'agent-unit.db'}"
-sys.path.insert(0, str(HERE))
+LEDGER = STATE / "ledger.jsonl"
 
 
-async def start() -> None:
-    from agent_unit import RunEngine
-    from agent_unit.discovery import discover_agents
-
-    engine = RunEngine(discover_agents(HERE), STORE)
-    record = await engine.start("refund", {"order_id": "o_1"}, wait=True)
-    print(f"[process 1] run {record.id} is {record.status.value}: {record.interrupt.name if record.interrupt else ''}")
-    print(f"[process 1] payload: {json.dumps(record.interrupt.payload if record.interrupt else None)}")
-    print(f"[process 1] answer schema: {json.dumps(record.interrupt.answer_schema if record.interrupt else None)}")
-    (STATE / "run-id").write_text(record.id)
-    await engine.aclose()
+def say(message: str) -> None:
+    print(f"\033[1m==> {message}\033[0m", flush=True)
 
 
-async def resume() -> None:
-    from agent_unit import InvalidAnswer, RunEngine
-    from agent_unit.discovery import discover_agents
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
-    engine = RunEngine(discover_agents(HERE), STORE)
-    run_id = (STATE / "run-id").read_text()
-    try:
-        await engine.resume(run_id, {"approved": "yes please"})
-    except InvalidAnswer as exc:
-        print(f"[process 2] a wrong answer is refused, the run stays parked: {exc.message}")
-    record = await engine.resume(run_id, {"approved": True, "note": "customer is right"}, wait=True)
-    print(f"[process 2] run {record.id} is {record.status.value}: output {record.output!r}")
-    events = await engine.events(run_id)
-    print(f"[process 2] {len(events)} events: " + " ".join(json.loads(event.data)["type"] for event in events))
-    await engine.aclose()
+
+def start_server(port: int) -> subprocess.Popen[bytes]:
+    environment = {
+        **os.environ,
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "LOG_LEVEL": "warning",
+        "REFUND_LEDGER": str(LEDGER),
+        "AGENT_UNIT_STORAGE": f"sqlite:///{STATE / 'agent-unit.db'}",
+    }
+    server = subprocess.Popen([sys.executable, str(HERE / ".output" / "server" / "main.py")], env=environment)
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/agents", timeout=1)
+            return server
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    server.kill()
+    raise SystemExit("error: the built server did not start")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)
+
+
+def show(event: dict[str, object]) -> None:
+    details = {
+        key: value for key, value in event.items() if key not in ("type", "seq", "threadId", "runId", "timestamp")
+    }
+    print(f"  {event['seq']:>3}  {event['type']:<16} {json.dumps(details)[:100] if details else ''}", flush=True)
 
 
 def main() -> int:
-    if len(sys.argv) > 1:
-        asyncio.run({"start": start, "resume": resume}[sys.argv[1]]())
-        return 0
-    for stale in (
-        STATE / "agent-unit.db",
-        STATE / "agent-unit.db-wal",
-        STATE / "agent-unit.db-shm",
-        STATE / "ledger.jsonl",
-    ):
+    from agent_unit.client import SyncAgentClient
+
+    for stale in (STATE / "agent-unit.db", STATE / "agent-unit.db-wal", STATE / "agent-unit.db-shm", LEDGER):
         stale.unlink(missing_ok=True)
     STATE.mkdir(exist_ok=True)
-    environment = {"REFUND_LEDGER": str(STATE / "ledger.jsonl")}
-    for phase in ("start", "resume"):
-        subprocess.run([sys.executable, __file__, phase], check=True, env={**os.environ, **environment})
-    ledger = [json.loads(line) for line in (STATE / "ledger.jsonl").read_text().splitlines()]
-    counts = {call: sum(1 for entry in ledger if entry["call"] == call) for call in ("load_order", "refund")}
-    print(f"ledger: load_order ran {counts['load_order']}x, refund ran {counts['refund']}x")
-    if counts != {"load_order": 1, "refund": 1}:
-        print("error: an effect ran more than once", file=sys.stderr)
+
+    say("agent-unit build --preset server")
+    agent_unit = [sys.executable, "-m", "agent_unit_cli", "build", "--root", str(HERE), "--preset", "server"]
+    subprocess.run(agent_unit, check=True)
+
+    port = free_port()
+    say(f"python .output/server/main.py  (port {port})")
+    server = start_server(port)
+    with SyncAgentClient(f"http://127.0.0.1:{port}") as agents:
+        say("POST /agents/refund/runs  (streaming)")
+        run_id = ""
+        for event in agents.run("refund", {"order_id": "o_1"}):
+            show(event)
+            run_id = run_id or str(event["runId"])  # RUN_STARTED names the run
+
+    say("stopping the server, starting it again")
+    stop_server(server)
+    server = start_server(port)
+    try:
+        with SyncAgentClient(f"http://127.0.0.1:{port}") as agents:
+            print(f"  run {run_id} is {agents.get(run_id)['status']} after the restart")
+            say(f"POST /runs/{run_id}/resume  {{'answer': {{'approved': true}}}}")
+            for event in agents.resume(run_id, {"approved": True, "note": "customer is right"}):
+                show(event)
+            record = agents.get(run_id)
+    finally:
+        stop_server(server)
+
+    calls = [json.loads(line)["call"] for line in LEDGER.read_text().splitlines()]
+    print(f"run {run_id}: {record['status']}, output {record['output']!r}")
+    print(f"ledger: load_order ran {calls.count('load_order')}x, refund ran {calls.count('refund')}x")
+    if record["output"] != "refunded" or calls.count("refund") != 1 or calls.count("load_order") != 1:
+        print("error: the run did not finish with each effect exactly once", file=sys.stderr)
         return 1
-    print("ok: paused, restarted in a new process, resumed; every effect ran exactly once")
+    print("ok: built, paused, restarted the server, resumed; every effect ran exactly once")
     return 0
 
 

@@ -1,0 +1,5 @@
+"""``python -m agent_unit_cli``: the same as the ``agent-unit`` command."""
+
+from .main import main
+
+main()

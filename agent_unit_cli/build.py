@@ -1,0 +1,210 @@
+"""``agent-unit build``: render a preset's output for the project's agents.
+
+The build discovers the agents once and writes their registry into the output, copies the
+project's Python source, vendors the runtime and the project's dependencies with pip, and
+renders the preset's templates with Jinja2.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+import agent_unit
+from agent_unit.discovery import agent_sources
+from agent_unit.errors import DiscoveryError
+
+from .config import Config
+from .presets import PRESETS, Preset
+
+__all__ = ["BuildError", "BuildResult", "build"]
+
+# What a built server needs at run time (the CLI's own dependencies stay out).
+RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn")
+SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
+
+
+class BuildError(Exception):
+    """The build cannot go on; the message says what to change."""
+
+
+@dataclass
+class BuildResult:
+    preset: str
+    output: Path
+    agents: list[str]
+    routes: list[str]
+    files: list[str] = field(default_factory=list)
+    run: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "preset": self.preset,
+            "output": str(self.output),
+            "agents": self.agents,
+            "routes": self.routes,
+            "files": self.files,
+            "run": self.run,
+            "notes": self.notes,
+        }
+
+
+def routes(base_path: str) -> list[str]:
+    prefix = base_path.rstrip("/")
+    return [
+        f"GET    {prefix}/agents",
+        f"POST   {prefix}/agents/{{name}}/runs",
+        f"GET    {prefix}/runs",
+        f"GET    {prefix}/runs/{{id}}",
+        f"GET    {prefix}/runs/{{id}}/events",
+        f"POST   {prefix}/runs/{{id}}/resume",
+        f"POST   {prefix}/runs/{{id}}/cancel",
+        f"DELETE {prefix}/runs/{{id}}",
+    ]
+
+
+def _project_requirements(root: Path) -> list[str]:
+    requirements = root / "requirements.txt"
+    if requirements.is_file():
+        lines = [line.split("#")[0].strip() for line in requirements.read_text().splitlines()]
+        return [line for line in lines if line and not line.startswith("-")]
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        dependencies = tomllib.loads(pyproject.read_text()).get("project", {}).get("dependencies", [])
+        return [dep for dep in dependencies if not dep.replace("_", "-").lower().startswith("agent-unit")]
+    return []
+
+
+def _copy_source(root: Path, destination: Path) -> None:
+    """The agents and the project's own top-level modules and packages they may import."""
+    destination.mkdir(parents=True)
+    for path in sorted(root.iterdir()):
+        if path.name in SKIP or path.name.startswith("."):
+            continue
+        if path.is_file() and path.suffix == ".py":
+            shutil.copy2(path, destination / path.name)
+        elif path.is_dir() and (path.name == "agents" or (path / "__init__.py").is_file()):
+            shutil.copytree(path, destination / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _vendor(preset: Preset, requirements: list[str], destination: Path) -> None:
+    pinned = [f"{name}=={importlib.metadata.version(name)}" for name in RUNTIME_REQUIREMENTS]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-compile",
+        "--target",
+        str(destination),
+        *pinned,
+        *requirements,
+    ]
+    if preset.name == "docker":  # the image is Linux: take manylinux wheels for this Python
+        machine = "aarch64" if platform.machine().lower() in ("arm64", "aarch64") else "x86_64"
+        command += [
+            "--platform",
+            f"manylinux2014_{machine}",
+            "--only-binary=:all:",
+            "--python-version",
+            f"{sys.version_info.major}.{sys.version_info.minor}",
+        ]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"pip could not install the dependencies:\n{done.stderr.strip()[-2000:]}")
+    shutil.copytree(
+        Path(agent_unit.__file__).parent,
+        destination / "agent_unit",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+
+
+def build(
+    root: Path,
+    config: Config,
+    *,
+    preset: str | None = None,
+    out: Path | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+) -> BuildResult:
+    """Build ``root``'s agents with ``preset`` into ``out``; raise :class:`BuildError` on any problem."""
+    name = preset or config.preset
+    chosen = PRESETS.get(name)
+    if chosen is None:
+        raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
+    storage = config.storage or "sqlite:///.agent-unit/agent-unit.db"
+    if chosen.serverless and storage.split(":", 1)[0] in ("sqlite", "memory"):
+        raise BuildError(f"the {name} preset needs storage that outlives an invocation, not {storage.split(':')[0]}")
+    root = root.resolve()
+    output = (out or root / chosen.output).resolve()
+    if root == output or output in root.parents:
+        raise BuildError(f"--out {output} would overwrite the project: choose a folder inside it, like .output/")
+
+    progress("discovering agents")
+    try:
+        registry = agent_sources(root)
+    except DiscoveryError as exc:
+        raise BuildError(exc.message) from None
+    if not registry:
+        raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
+
+    progress("copying the project")
+    if output.exists():
+        shutil.rmtree(output)
+    _copy_source(root, output / "app")
+    progress("vendoring dependencies with pip")
+    _vendor(chosen, _project_requirements(root), output / "vendor")
+
+    progress("rendering templates")
+    templates = Environment(
+        loader=PackageLoader("agent_unit_cli", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
+    )
+    templates.filters["py"] = repr  # Python literals in generated Python
+    context = {
+        "name": config.name,
+        "version": agent_unit.__version__,
+        "preset": name,
+        "registry": registry,
+        "storage": storage,
+        "base_path": config.base_path,
+        "authorize": config.authorize,
+        "max_body_bytes": config.max_body_bytes,
+        "budget": config.budget,
+        "retention": config.retention,
+        "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
+    }
+    written = []
+    for folder in chosen.templates:
+        for template_name in templates.list_templates(filter_func=lambda n, f=folder: n.startswith(f + "/")):
+            target = output / template_name.removeprefix(folder + "/").removesuffix(".j2")
+            target.write_text(templates.get_template(template_name).render(**context))
+            written.append(str(target.relative_to(output)))
+    return BuildResult(
+        preset=name,
+        output=output,
+        agents=sorted(registry),
+        routes=routes(config.base_path),
+        files=[*sorted(written), "app/", "vendor/"],
+        run=chosen.run.format(output=_shown(output), name=config.name),
+        notes=list(chosen.notes),
+    )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,106 @@
+"""``agent-unit.toml`` (or ``[tool.agent-unit]`` in ``pyproject.toml``), as a pydantic model.
+
+An unknown key or a wrong type is an error that names the key and the file. ``${NAME}`` in
+``storage`` expands from the environment when the app starts, so a secret never lands in a
+build.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent_unit.durations import parse_duration
+
+__all__ = ["Config", "ConfigError", "Task", "load_config"]
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file and the key."""
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: str
+    handler: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="module:function")
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "agent-unit"
+    storage: str | None = None
+    preset: str = "server"
+    budget: str | None = None
+    sweep: str | bool = "* * * * *"
+    base_path: str = "/"
+    authorize: str | None = Field(default=None, pattern=r"^[\w.]+:[\w.]+$")
+    retention: str | None = None
+    max_body_bytes: int = Field(default=1_000_000, gt=0)
+    adapters: list[str] = []
+    server: str | None = None
+    tasks: dict[str, Task] = {}
+
+    @field_validator("budget", "retention")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @field_validator("base_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError("must start with '/'")
+        return value
+
+    @field_validator("sweep")
+    @classmethod
+    def _cron(cls, value: str | bool) -> str | bool:
+        if value is True:
+            return "* * * * *"
+        if isinstance(value, str) and len(value.split()) != 5:
+            raise ValueError("must be a cron expression with 5 fields (e.g. '*/5 * * * *') or false")
+        return value
+
+
+def _find(root: Path) -> tuple[dict[str, Any], Path | None]:
+    own = root / "agent-unit.toml"
+    if own.is_file():
+        return _read(own), own
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        section = _read(pyproject).get("tool", {}).get("agent-unit")
+        if section is not None:
+            return section, pyproject
+    return {}, None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path.name} is not valid TOML: {exc}") from None
+
+
+def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path | None]:
+    """The project's configuration and the file it came from (None: defaults only)."""
+    values, source = _find(Path(root))
+    values = {**values, **{key: value for key, value in overrides.items() if value is not None}}
+    try:
+        return Config.model_validate(values), source
+    except ValidationError as exc:
+        where = source.name if source is not None else "the configuration"
+        if source is not None and source.name == "pyproject.toml":
+            where = "pyproject.toml [tool.agent-unit]"
+        problems = []
+        for error in exc.errors(include_url=False):
+            key = ".".join(str(part) for part in error["loc"])
+            message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            problems.append(f"{key}: {message}")
+        raise ConfigError(f"{where}: " + "; ".join(problems)) from None

@@ -1,0 +1,137 @@
+"""`agent-unit build`: the server output runs anywhere with only Python; errors are clear."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from agent_unit_cli.main import app
+
+from .server import free_port
+
+FIXTURES = Path(__file__).parent / "fixtures"
+runner = CliRunner()
+
+
+def test_built_server_runs_from_a_moved_copy_in_an_empty_virtualenv(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project_ok", project)
+    result = runner.invoke(app, ["build", "--root", str(project), "--json"])
+    assert result.exit_code == 0, result.output
+    built = json.loads(result.output)
+    assert built["agents"] == ["refund", "support"] and built["preset"] == "server"
+    main = (Path(built["output"]) / "main.py").read_text()
+    assert "REGISTRY" in main and "'support': ('support', 'support_agent')" in main
+
+    moved = tmp_path / "elsewhere" / "server"
+    shutil.copytree(built["output"], moved)
+    shutil.rmtree(project)  # nothing of the project is left
+    venv = tmp_path / "empty-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    server = subprocess.Popen(
+        [str(venv / "bin" / "python"), "-I", "main.py"], cwd=moved, env={**env, "PORT": str(port), "HOST": "127.0.0.1"}
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                manifest = httpx.get(f"{url}/agents", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "the built server did not start"
+                time.sleep(0.1)
+        assert [agent["name"] for agent in manifest["agents"]] == ["refund", "support"]
+        done = httpx.post(f"{url}/agents/support/runs?wait=1", json={"input": "where is my order?"}, timeout=10).json()
+        assert done["status"] == "completed" and done["output"] == "Hello! where is my order?"
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    assert (moved / ".agent-unit" / "agent-unit.db").exists()  # the embedded store, beside where it runs
+
+
+def test_docker_preset_adds_a_dockerfile(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project_ok", project)
+    result = runner.invoke(app, ["build", "--root", str(project), "--preset", "docker", "--json"])
+    assert result.exit_code == 0, result.output
+    output = Path(json.loads(result.output)["output"])
+    dockerfile = (output / "Dockerfile").read_text()
+    assert f"FROM python:{sys.version_info.major}.{sys.version_info.minor}-slim" in dockerfile
+    assert 'CMD ["python", "main.py"]' in dockerfile and (output / ".dockerignore").exists()
+    assert (output / "main.py").exists() and (output / "vendor" / "pydantic_core").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "message"),
+    [
+        ({}, ["--preset", "lambda"], "unknown preset 'lambda'"),
+        ({"agent-unit.toml": "storge = 'x'\n"}, [], "agent-unit.toml: storge: unknown key"),
+        ({"agents/broken.py": "import nowhere\n"}, [], "agents/broken.py failed to import"),
+        ({"agents/empty.py": "X = 1\n"}, [], "agents/empty.py defines no agent"),
+    ],
+)
+def test_build_errors_exit_1_with_a_clear_message(
+    tmp_path: Path, files: dict[str, str], args: list[str], message: str
+) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "ok.py").write_text(
+        "from agent_unit import define_agent\n@define_agent\nasync def agent(i): ...\n"
+    )
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    result = runner.invoke(app, ["build", "--root", str(tmp_path), *args])
+    assert result.exit_code == 1 and message in result.output, result.output
+    assert not (tmp_path / ".output").exists()
+
+
+def test_presets_lists_each_preset() -> None:
+    result = runner.invoke(app, ["presets"])
+    assert result.exit_code == 0 and "server" in result.output and "docker" in result.output
+
+
+def test_dev_serves_the_agents(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "project_ok", tmp_path / "project")
+    port = free_port()
+    dev = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agent_unit_cli",
+            "dev",
+            "--root",
+            str(tmp_path / "project"),
+            "--port",
+            str(port),
+            "--no-reload",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                manifest = httpx.get(f"http://127.0.0.1:{port}/agents", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "agent-unit dev did not start"
+                time.sleep(0.1)
+        assert [agent["name"] for agent in manifest["agents"]] == ["refund", "support"]
+    finally:
+        dev.terminate()
+        out, _ = dev.communicate(timeout=20)
+    assert "refund" in out and "POST   /agents/{name}/runs" in out and f"http://127.0.0.1:{port}" in out

@@ -1,0 +1,62 @@
+"""agent-unit.toml and [tool.agent-unit]: defaults, values, and errors that name the key and file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_unit_cli.config import ConfigError, load_config
+
+
+def test_defaults_without_a_file(tmp_path: Path) -> None:
+    config, source = load_config(tmp_path)
+    assert source is None and config.preset == "server" and config.storage is None and config.base_path == "/"
+
+
+def test_agent_unit_toml(tmp_path: Path) -> None:
+    (tmp_path / "agent-unit.toml").write_text(
+        'name = "support"\nstorage = "${REDIS_URL}"\nbudget = "60s"\nsweep = false\nbase_path = "/api/agents"\n'
+        'authorize = "app.auth:authorize"\nretention = "30d"\nmax_body_bytes = 2_000_000\n'
+        '[tasks.send-digest]\nschedule = "0 8 * * *"\nhandler = "app.tasks:send_digest"\n'
+    )
+    config, source = load_config(tmp_path)
+    assert source == tmp_path / "agent-unit.toml"
+    assert (config.name, config.storage, config.budget, config.sweep) == ("support", "${REDIS_URL}", "60s", False)
+    assert config.tasks["send-digest"].handler == "app.tasks:send_digest"
+
+
+def test_pyproject_section(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.agent-unit]\npreset = "docker"\n')
+    config, source = load_config(tmp_path)
+    assert config.preset == "docker" and source == tmp_path / "pyproject.toml"
+
+
+def test_overrides_win(tmp_path: Path) -> None:
+    (tmp_path / "agent-unit.toml").write_text('preset = "docker"\n')
+    assert load_config(tmp_path, preset="server", storage=None)[0].preset == "server"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("storge = 'x'\n", "agent-unit.toml: storge: unknown key"),
+        ("max_body_bytes = 'big'\n", "agent-unit.toml: max_body_bytes: Input should be a valid integer"),
+        ("budget = '2 fortnights'\n", "agent-unit.toml: budget: Value error, invalid duration '2 fortnights'"),
+        ("sweep = 'hourly'\n", "agent-unit.toml: sweep: Value error, must be a cron expression"),
+        ("authorize = 'app.auth'\n", "agent-unit.toml: authorize: String should match pattern"),
+        ("[tasks.x]\nschedule = '* * * * *'\n", "agent-unit.toml: tasks.x.handler: Field required"),
+        ("name = \n", "agent-unit.toml is not valid TOML"),
+    ],
+)
+def test_errors_name_the_key_and_the_file(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "agent-unit.toml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert str(caught.value).startswith(message)
+
+
+def test_pyproject_errors_name_the_section(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.agent-unit]\nbase_path = 'api'\n")
+    with pytest.raises(ConfigError, match=r"pyproject.toml \[tool.agent-unit\]: base_path: Value error, must start"):
+        load_config(tmp_path)
