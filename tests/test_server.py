@@ -6,11 +6,13 @@ import asyncio
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent_unit.client import AgentClient, SyncAgentClient
 
 from .server import Server
+from .test_http import BAD
 
 
 @pytest.fixture
@@ -60,3 +62,35 @@ async def test_a_stream_dropped_by_a_server_restart_yields_every_event_once(serv
     assert len(ticks) == 300
     released = [i for i, event in enumerate(seen) if event.get("name") == "agent-unit.released"]
     assert len(released) == 1 and released[0] < len(seen) - 2  # the old server handed it back; the new one finished it
+
+
+def test_bad_requests_over_the_real_server_change_nothing(tmp_path: Path) -> None:
+    server = Server(f"sqlite:///{tmp_path / 'runs.db'}", env={"AGENT_UNIT_SECRET": "s3cret"}).start()
+    try:
+        with httpx.Client(base_url=server.url) as http:
+            parked = http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}}).json()
+            for what, method, path, kwargs, status, code in BAD:
+                response = http.request(method, path, **kwargs)
+                assert response.status_code == status, (what, response.text)
+                assert response.json()["error"]["code"] == code, what
+                assert "Traceback" not in response.text
+            assert http.get(f"/runs/{parked['id']}").json() == parked
+            assert len(http.get("/runs").json()["runs"]) == 1
+    finally:
+        server.stop()
+
+
+def test_idle_streams_get_keep_alive_comments_that_clients_skip(server: Server) -> None:
+    with SyncAgentClient(server.url) as agents:
+        run_id = next(iter(agents.run("refund", {"order_id": "o_1"})))["runId"]
+        lines: list[str] = []
+        with (
+            httpx.Client(base_url=server.url, timeout=5) as http,
+            http.stream("GET", f"/runs/{run_id}/events?follow=1&after=4") as response,
+        ):
+            for line in response.iter_lines():  # the run is parked: nothing but keep-alives comes
+                lines.append(line)
+                if len(lines) >= 4:
+                    break
+        assert ": keep-alive" in lines and not any(line.startswith("data:") for line in lines)
+        assert [event["seq"] for event in agents.events(run_id, after=2)] == [3, 4]
