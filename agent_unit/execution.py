@@ -49,6 +49,7 @@ class Execution:
         self._started = time.monotonic()
         self._new_steps = 0
         self._flush: asyncio.TimerHandle | None = None
+        self._flush_soon = False
         self._flushing: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
@@ -98,10 +99,19 @@ class Execution:
                 raise Cancelled() from None
         self._notify(self.record.id)
 
-    def schedule_flush(self) -> None:
-        """Write pending events within ``delta_batch_ms`` if no journal write takes them first."""
-        if self._flush is None:
-            self._flush = asyncio.get_running_loop().call_later(self._batch_seconds, self._start_flush)
+    def schedule_flush(self, *, soon: bool = False) -> None:
+        """Write pending events if no journal write takes them first.
+
+        Text and tool-argument deltas wait up to ``delta_batch_ms`` so they merge; other
+        events (``soon``) go at the loop's next turn. Either way a step that finishes without
+        yielding to the loop carries them in its own commit, so a fast step is one write.
+        """
+        if self._flush is not None:
+            if not soon or self._flush_soon:
+                return
+            self._flush.cancel()
+        self._flush_soon = soon
+        self._flush = asyncio.get_running_loop().call_later(0 if soon else self._batch_seconds, self._start_flush)
 
     def _start_flush(self) -> None:
         self._flush = None

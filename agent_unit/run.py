@@ -345,7 +345,7 @@ class Run:
         execution = self._execution
         execution.before_step()
         execution.events.add(step_started(name))
-        execution.schedule_flush()
+        execution.schedule_flush(soon=True)
         context = StepContext(name, key, self.id, self.attempt)
         args = (context,) if _wants_context(fn) else ()
         execution.enter_step()
@@ -442,4 +442,4 @@ class Run:
         """Emit a CUSTOM event (not while replaying: only new work reaches the stream)."""
         if not self.replaying:
             self._execution.events.add(custom(name, to_jsonable_python(value)))
-            self._execution.schedule_flush()
+            self._execution.schedule_flush(soon=True)
