@@ -19,5 +19,6 @@ test: $(VENV)/.installed  ## lint, then the whole test suite
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest
 
-bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md)
+bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md and bench/*/README.md)
 	$(PY) bench/run.py
+	$(PY) bench/http/run.py

@@ -32,6 +32,7 @@ REPO = BENCH.parent
 PEERS = BENCH / "peers"
 INSTALL_PEERS = "python3 -m venv .venv-bench && .venv-bench/bin/pip install -r bench/peers/requirements.txt"
 TIMEOUT_S = 600
+HTTP_MARKER = "<!-- http benchmark -->"
 
 
 @dataclass(frozen=True)
@@ -592,7 +593,11 @@ def main() -> int:
     command = (
         "python bench/run.py" + (" --quick" if args.quick else "") + (f" --repeat {args.repeat}" if args.repeat else "")
     )
-    args.output.write_text(report(outcomes, settings, peers, command, elapsed, profile))
+    # Keep what other benchmarks appended after their marker (bench/http/run.py owns that part).
+    kept = ""
+    if args.output.exists() and HTTP_MARKER in (previous := args.output.read_text()):
+        kept = "\n" + previous[previous.index(HTTP_MARKER) :]
+    args.output.write_text(report(outcomes, settings, peers, command, elapsed, profile).rstrip("\n") + "\n" + kept)
     print(f"wrote {args.output} in {elapsed:.0f} s", file=sys.stderr)
     return 0
 
