@@ -8,6 +8,8 @@ Either way a wrong answer is refused with 422 while the run stays parked.
 
 from __future__ import annotations
 
+import functools
+import json
 import sys
 from typing import Any
 
@@ -48,6 +50,13 @@ def resolve_type_ref(ref: str, schema: dict[str, Any] | None) -> Any:
     return found
 
 
+@functools.lru_cache(maxsize=256)
+def _validator(schema: str) -> Any:
+    import jsonschema  # lazily: only a resume pays for it
+
+    return jsonschema.Draft202012Validator(json.loads(schema))
+
+
 def check_answer(record: RunRecord, answer: Any) -> None:
     """Refuse an answer that does not fit the interrupt; the run stays parked.
 
@@ -74,9 +83,7 @@ def check_answer(record: RunRecord, answer: Any) -> None:
         return
     if not interrupt.answer_schema:
         return
-    import jsonschema  # lazily: only a resume pays for it
-
-    validator = jsonschema.Draft202012Validator(interrupt.answer_schema)
+    validator = _validator(json.dumps(interrupt.answer_schema, sort_keys=True))
     found = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
     if found:
         details = [{"loc": list(error.absolute_path), "msg": error.message} for error in found]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import copy
 import functools
 import hashlib
 import importlib
@@ -143,6 +144,7 @@ def _step_threads() -> ThreadPoolExecutor:
 _adapters: dict[Any, TypeAdapter[Any]] = {}
 _arity: dict[Any, bool] = {}
 _returns: dict[Any, Any] = {}
+_schemas: dict[Any, dict[str, Any]] = {}
 
 
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
@@ -244,6 +246,17 @@ def _encode(value: Any, annotation: Any, what: str, limit: int) -> str:
             "and return its key from the step."
         )
     return text
+
+
+def _answer_schema(annotation: Any) -> dict[str, Any]:
+    """The answer type's JSON Schema, built once per type (it is a copy: callers may keep it)."""
+    try:
+        schema = _schemas[annotation]
+    except KeyError:
+        schema = _schemas[annotation] = _adapter(annotation).json_schema()
+    except TypeError:  # unhashable annotation
+        schema = _adapter(annotation).json_schema()
+    return copy.deepcopy(schema)
 
 
 def _decode(text: str, annotation: Any) -> Any:
@@ -407,7 +420,7 @@ class Run:
                     f"the answer journaled for interrupt {name!r} no longer fits {answer!r}: {exc}"
                 ) from None
         payload_text = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
-        schema = None if answer is _ANY else _adapter(answer).json_schema()
+        schema = None if answer is _ANY else _answer_schema(answer)
         interrupt = Interrupt(
             name=name, key=key, payload=json.loads(payload_text), answer_schema=schema, answer_type=type_ref(answer)
         )
