@@ -51,6 +51,10 @@ def _raise_for(response: httpx.Response) -> None:
     raise exc
 
 
+def _start_body(input: Any, thread_id: str | None) -> dict[str, Any]:
+    return {"input": input} if thread_id is None else {"input": input, "thread_id": thread_id}
+
+
 def _event(sse: Any) -> dict[str, Any] | None:
     """A stored event with its seq, or None for a keep-alive."""
     if not sse.data:
@@ -96,10 +100,7 @@ class AgentClient:
 
     def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """Start a run and yield its events until it parks or ends."""
-        body: dict[str, Any] = {"input": input}
-        if thread_id is not None:
-            body["thread_id"] = thread_id
-        return self._stream(f"/agents/{agent}/runs", body, None)
+        return self._stream(f"/agents/{agent}/runs", _start_body(input, thread_id), None)
 
     def resume(self, run_id: str, answer: Any = None) -> AsyncIterator[dict[str, Any]]:
         """Answer an interrupted run and yield its new events until it parks or ends."""
@@ -156,10 +157,9 @@ class AgentClient:
 
     async def start(self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False) -> Any:
         """Start a run without streaming; with ``wait``, return once it parks or ends."""
-        body: dict[str, Any] = {"input": input}
-        if thread_id is not None:
-            body["thread_id"] = thread_id
-        return await self._json("POST", f"/agents/{agent}/runs", json=body, params={"wait": "1"} if wait else None)
+        return await self._json(
+            "POST", f"/agents/{agent}/runs", json=_start_body(input, thread_id), params={"wait": "1"} if wait else None
+        )
 
     async def get(self, run_id: str) -> Any:
         return await self._json("GET", f"/runs/{run_id}")
@@ -213,10 +213,7 @@ class SyncAgentClient:
         return None if response.status_code == 204 else response.json()
 
     def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> Iterator[dict[str, Any]]:
-        body: dict[str, Any] = {"input": input}
-        if thread_id is not None:
-            body["thread_id"] = thread_id
-        return self._stream(f"/agents/{agent}/runs", body, None)
+        return self._stream(f"/agents/{agent}/runs", _start_body(input, thread_id), None)
 
     def resume(self, run_id: str, answer: Any = None) -> Iterator[dict[str, Any]]:
         return self._stream(f"/runs/{run_id}/resume", {"answer": answer}, run_id)
@@ -267,10 +264,9 @@ class SyncAgentClient:
                 time.sleep(min(0.1 * 2**failures, 5.0))
 
     def start(self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False) -> Any:
-        body: dict[str, Any] = {"input": input}
-        if thread_id is not None:
-            body["thread_id"] = thread_id
-        return self._json("POST", f"/agents/{agent}/runs", json=body, params={"wait": "1"} if wait else None)
+        return self._json(
+            "POST", f"/agents/{agent}/runs", json=_start_body(input, thread_id), params={"wait": "1"} if wait else None
+        )
 
     def get(self, run_id: str) -> Any:
         return self._json("GET", f"/runs/{run_id}")

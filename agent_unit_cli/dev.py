@@ -18,7 +18,7 @@ def app() -> AgentUnit:
     config, _ = load_config(root)
     return create_agent_unit(
         discover_agents(root),
-        store=config.storage,
+        store=config.storage or f"sqlite:///{root.resolve() / '.agent-unit' / 'agent-unit.db'}",  # beside the project
         name=config.name,
         base_path=config.base_path,
         authorize=config.authorize,

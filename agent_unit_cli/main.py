@@ -83,7 +83,8 @@ def dev(
         console.print(f"  [cyan]{name}[/cyan]  {agent.description.splitlines()[0] if agent.description else ''}")
     for route in routes(config.base_path):
         console.print(f"  {route}", highlight=False)
-    console.print(f"storage: {config.storage or 'sqlite:///.agent-unit/agent-unit.db'}; config: {source or 'defaults'}")
+    storage = config.storage or f"sqlite:///{root.resolve() / '.agent-unit' / 'agent-unit.db'}"
+    console.print(f"storage: {storage}; config: {source or 'defaults'}")
     console.print(f"serving on http://{host}:{port}")
     import uvicorn
 

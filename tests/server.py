@@ -21,6 +21,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_until_up(url: str, timeout: float = 30) -> dict[str, object]:
+    """Poll ``GET {url}/agents`` until the server answers; its manifest."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return httpx.get(f"{url}/agents", timeout=1).json()  # type: ignore[no-any-return]
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no server answered at {url}") from None
+            time.sleep(0.05)
+
+
 class Server:
     def __init__(self, store: str, *, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
@@ -44,14 +56,8 @@ class Server:
             ],
             env=self._env,
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/agents", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        raise RuntimeError("the test server did not start")
+        wait_until_up(self.url)
+        return self
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self._process is not None:

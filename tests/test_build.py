@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,7 +15,7 @@ from typer.testing import CliRunner
 
 from agent_unit_cli.main import app
 
-from .server import free_port
+from .server import free_port, wait_until_up
 
 FIXTURES = Path(__file__).parent / "fixtures"
 runner = CliRunner()
@@ -44,14 +43,7 @@ def test_built_server_runs_from_a_moved_copy_in_an_empty_virtualenv(tmp_path: Pa
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                manifest = httpx.get(f"{url}/agents", timeout=1).json()
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, "the built server did not start"
-                time.sleep(0.1)
+        manifest = wait_until_up(url)
         assert [agent["name"] for agent in manifest["agents"]] == ["refund", "support"]
         done = httpx.post(f"{url}/agents/support/runs?wait=1", json={"input": "where is my order?"}, timeout=10).json()
         assert done["status"] == "completed" and done["output"] == "Hello! where is my order?"
@@ -122,14 +114,7 @@ def test_dev_serves_the_agents(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                manifest = httpx.get(f"http://127.0.0.1:{port}/agents", timeout=1).json()
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, "agent-unit dev did not start"
-                time.sleep(0.1)
+        manifest = wait_until_up(f"http://127.0.0.1:{port}")
         assert [agent["name"] for agent in manifest["agents"]] == ["refund", "support"]
     finally:
         dev.terminate()
