@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,22 @@ PACKAGE = "_agent_unit_agents"
 Resolve = Callable[[str, Any], Agent | None]
 
 
-def _resolve_plain(name: str, value: Any) -> Agent | None:
-    return value if isinstance(value, Agent) else None
+def _resolver(adapters: Sequence[Any]) -> Resolve:
+    """Recognise ``define_agent`` agents, and framework agents through the adapters (loaded once, when needed)."""
+    candidates: list[Any] | None = None
+
+    def resolve(name: str, value: Any) -> Agent | None:
+        nonlocal candidates
+        if isinstance(value, Agent):
+            return value
+        from .adapters import adapters as find_adapters
+        from .adapters import resolve_agent
+
+        if candidates is None:
+            candidates = find_adapters(adapters)
+        return resolve_agent(name, value, candidates)
+
+    return resolve
 
 
 def _module_names(directory: Path) -> list[str]:
@@ -56,14 +70,15 @@ def _import(directory: Path, name: str) -> types.ModuleType:
 
 
 def discover_agents(
-    root: str | Path = ".", *, directory: str = "agents", resolve: Resolve | None = None
+    root: str | Path = ".", *, directory: str = "agents", resolve: Resolve | None = None, adapters: Sequence[Any] = ()
 ) -> dict[str, Agent]:
     """Import ``<root>/agents/*`` and return ``{name: agent}``; ``DiscoveryError`` names the file at fault.
 
     ``resolve(name, value)`` turns a module value into an :class:`Agent` (adapters plug in
-    here); by default only ``define_agent`` agents are recognised.
+    here); by default ``define_agent`` agents and whatever the ``adapters`` (then the
+    installed ones) recognise.
     """
-    resolve = resolve or _resolve_plain
+    resolve = resolve or _resolver(adapters)
     folder = (Path(root) / directory).resolve()
     if not folder.is_dir():
         raise DiscoveryError(
@@ -112,22 +127,26 @@ def _named(agent: Agent, name: str) -> Agent:
     return agent
 
 
-def agent_sources(root: str | Path = ".", *, directory: str = "agents") -> dict[str, tuple[str, str]]:
+def agent_sources(
+    root: str | Path = ".", *, directory: str = "agents", adapters: Sequence[Any] = ()
+) -> dict[str, tuple[str, str]]:
     """``{name: (module, attribute)}`` of the agents :func:`discover_agents` finds: a build's registry."""
-    agents = discover_agents(root, directory=directory)
+    agents = discover_agents(root, directory=directory, adapters=adapters)
     sources = {}
     for name, agent in agents.items():
         module = sys.modules[f"{PACKAGE}.{name}"]
-        attribute = next(attr for attr, value in vars(module).items() if value is agent)
+        source = getattr(agent, "value", agent)  # a framework agent: the value its adapter wraps
+        attribute = next(attr for attr, value in vars(module).items() if value is source)
         sources[name] = (name, attribute)
     return sources
 
 
-def load_registry(directory: str | Path, registry: dict[str, tuple[str, str]]) -> dict[str, Agent]:
-    """Import exactly the agents a build listed (no directory scan at start-up)."""
+def load_registry(directory: str | Path, registry: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """Import exactly the agents a build listed (no directory scan at start-up).
+
+    The values are as the modules define them; the engine resolves framework agents.
+    """
     folder = Path(directory).resolve()
-    agents = {}
-    for name, (module_name, attribute) in registry.items():
-        agent = getattr(_import(folder, module_name), attribute)
-        agents[name] = _named(agent, name)
-    return agents
+    return {
+        name: getattr(_import(folder, module_name), attribute) for name, (module_name, attribute) in registry.items()
+    }

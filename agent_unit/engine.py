@@ -18,7 +18,7 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,6 +54,29 @@ class SweepResult:
     run_ids: tuple[str, ...] = ()
 
 
+def _resolve_agents(agents: Mapping[str, Any], adapters: Sequence[Any]) -> dict[str, Agent]:
+    """Every value as an :class:`Agent`, named after its key; framework agents go through adapters."""
+    resolved: dict[str, Agent] = {}
+    candidates: list[Any] | None = None
+    for name, value in agents.items():
+        if not isinstance(value, Agent):
+            from .adapters import adapters as find_adapters
+            from .adapters import resolve_agent
+
+            candidates = candidates if candidates is not None else find_adapters(adapters)
+            value = resolve_agent(name, value, candidates)
+            if value is None:
+                kind = type(agents[name]).__name__
+                raise TypeError(
+                    f"agent {name!r} is a {kind}, which no adapter recognises: use define_agent(...), "
+                    "or install the adapter for its framework (agent-unit add <package>)"
+                )
+        if value.name is None:
+            value.name = name
+        resolved[name] = value
+    return resolved
+
+
 def _seconds(value: Duration | None) -> float | None:
     return None if value is None else parse_duration(value).total_seconds()
 
@@ -71,11 +94,13 @@ class RunEngine:
     ``schedule_wake(run_id, at)``: hand wake-ups to another scheduler instead of timers.
     ``background_sweep``: sweep every ``sweep_interval`` in this process (from the first
     execution, or ``start_background()``); turn it off where a host scheduler sweeps.
+    ``agents`` may hold framework agents: they run through the first matching adapter
+    (``adapters``, references like ``"pkg.mod:adapter"``, then installed ones).
     """
 
     def __init__(
         self,
-        agents: Mapping[str, Agent],
+        agents: Mapping[str, Any],
         store: Store | str | None = None,
         *,
         clock: Clock | None = None,
@@ -89,11 +114,9 @@ class RunEngine:
         on_continue: OnContinue | None = None,
         background_sweep: bool = True,
         owner: str | None = None,
+        adapters: Sequence[Any] = (),
     ) -> None:
-        self.agents = dict(agents)
-        for name, agent in self.agents.items():
-            if agent.name is None:
-                agent.name = name
+        self.agents = _resolve_agents(agents, adapters)
         self._owns_store = not isinstance(store, Store)
         self.store: Store = open_store(store) if self._owns_store else store  # type: ignore[arg-type]
         self.clock: Clock = clock or SystemClock()

@@ -155,7 +155,7 @@ def build(
 
     progress("discovering agents")
     try:
-        registry = agent_sources(root)
+        registry = agent_sources(root, adapters=config.adapters)
     except DiscoveryError as exc:
         raise BuildError(exc.message) from None
     if not registry:
@@ -184,6 +184,7 @@ def build(
         "max_body_bytes": config.max_body_bytes,
         "budget": config.budget,
         "retention": config.retention,
+        "adapters": config.adapters,
         "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
     }
     written = []

@@ -17,7 +17,7 @@ def app() -> AgentUnit:
     root = Path(os.environ.get("AGENT_UNIT_ROOT", "."))
     config, _ = load_config(root)
     return create_agent_unit(
-        discover_agents(root),
+        discover_agents(root, adapters=config.adapters),
         store=config.storage or f"sqlite:///{root.resolve() / '.agent-unit' / 'agent-unit.db'}",  # beside the project
         name=config.name,
         base_path=config.base_path,

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_unit import __version__
+from agent_unit.adapters import AdapterError
 from agent_unit.discovery import discover_agents
 from agent_unit.errors import DiscoveryError
 
@@ -47,9 +48,10 @@ def _main(
 def agents(root: Path = ROOT) -> None:
     """List the agents found in agents/."""
     try:
-        found = discover_agents(root)
-    except DiscoveryError as exc:
-        raise _fail(exc.message) from None
+        config, _ = load_config(root)
+        found = discover_agents(root, adapters=config.adapters)
+    except (ConfigError, DiscoveryError, AdapterError) as exc:
+        raise _fail(str(exc)) from None
     table = Table("agent", "framework", "description")
     for name, agent in sorted(found.items()):
         table.add_row(name, agent.framework, agent.description.splitlines()[0] if agent.description else "")
@@ -75,8 +77,8 @@ def dev(
     """Serve agents/ at http://localhost:3000, reloading on change."""
     try:
         config, source = load_config(root)
-        found = discover_agents(root)
-    except (ConfigError, DiscoveryError) as exc:
+        found = discover_agents(root, adapters=config.adapters)
+    except (ConfigError, DiscoveryError, AdapterError) as exc:
         raise _fail(str(exc)) from None
     console.print(f"[bold]agent-unit {__version__}[/bold] dev: {len(found)} agent(s) from {root.resolve() / 'agents'}")
     for name, agent in sorted(found.items()):

@@ -27,3 +27,9 @@ def test_agents_lists_what_discovery_finds() -> None:
 def test_agents_reports_a_discovery_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["agents", "--root", str(tmp_path)])
     assert result.exit_code == 1 and "no agents/ folder" in result.output
+
+
+def test_agents_lists_framework_agents_through_configured_adapters() -> None:
+    result = runner.invoke(app, ["agents", "--root", str(FIXTURES / "project_echo")])
+    assert result.exit_code == 0, result.output
+    assert "greeter" in result.output and "echo" in result.output

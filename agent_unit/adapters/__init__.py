@@ -1,0 +1,17 @@
+"""Framework adapters: ``define_adapter`` and how adapters are found."""
+
+from .api import API_VERSION, AdaptedAgent, Adapter, AdapterContext, AdapterError, define_adapter
+from .registry import ENTRY_POINT_GROUP, adapters, load_adapter, resolve_agent
+
+__all__ = [
+    "API_VERSION",
+    "ENTRY_POINT_GROUP",
+    "AdaptedAgent",
+    "Adapter",
+    "AdapterContext",
+    "AdapterError",
+    "adapters",
+    "define_adapter",
+    "load_adapter",
+    "resolve_agent",
+]

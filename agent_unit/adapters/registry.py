@@ -1,0 +1,67 @@
+"""Which adapters apply, in order: the configuration's list, installed entry points, then the built-ins.
+
+A framework's own adapter therefore replaces agent-unit's. Entry points are read from the
+``agent_unit.adapters`` group; each names an :class:`Adapter`, or a function returning one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+from ..agent import Agent
+from .api import Adapter, AdapterError
+
+__all__ = ["ENTRY_POINT_GROUP", "adapters", "load_adapter", "resolve_agent"]
+
+ENTRY_POINT_GROUP = "agent_unit.adapters"
+
+
+def _as_adapter(value: Any, source: str) -> Adapter:
+    if callable(value) and not isinstance(value, Adapter):
+        value = value()
+    if not isinstance(value, Adapter):
+        raise AdapterError(f"{source} is not an adapter: export define_adapter(...) or a function that returns one")
+    return value
+
+
+def load_adapter(reference: str) -> Adapter:
+    """``"package.module:adapter"`` (or a function returning one), as the config's ``adapters`` lists."""
+    module, _, attribute = reference.partition(":")
+    try:
+        value = importlib.import_module(module)
+        for part in (attribute or "adapter").split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as exc:
+        raise AdapterError(f"adapter {reference!r} cannot be loaded: {exc}") from None
+    return _as_adapter(value, reference)
+
+
+def _installed() -> list[Adapter]:
+    found = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found.append(_as_adapter(entry.load(), f"entry point {entry.name!r} ({entry.value})"))
+        except AdapterError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - name the package that failed
+            raise AdapterError(f"adapter entry point {entry.name!r} ({entry.value}) failed to load: {exc}") from None
+    return found
+
+
+def adapters(configured: Sequence[str | Adapter] = ()) -> list[Adapter]:
+    """Configured adapters first, then installed ones (entry points); built-ins join in later releases."""
+    chosen = [item if isinstance(item, Adapter) else load_adapter(item) for item in configured]
+    return [*chosen, *_installed()]
+
+
+def resolve_agent(name: str, value: Any, candidates: Iterable[Adapter]) -> Agent | None:
+    """``value`` as an agent: a ``define_agent`` agent as it is, or through the first adapter that matches."""
+    if isinstance(value, Agent):
+        return value
+    for adapter in candidates:
+        if adapter.match(value):
+            return adapter.adapt(value, name=name)
+    return None
