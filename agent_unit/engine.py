@@ -414,6 +414,7 @@ class RunEngine:
                 outcome = park
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
                 outcome = exc
+            record.usage = run.usage
             self._stop_renewal(execution, renewal)  # from here on this execution only saves its outcome
             try:
                 if isinstance(outcome, Park):

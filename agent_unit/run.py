@@ -259,6 +259,28 @@ def _answer_schema(annotation: Any) -> dict[str, Any]:
     return copy.deepcopy(schema)
 
 
+_COUNTS = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "reasoningTokens",
+    "cachedInputTokens",
+    "cacheWriteInputTokens",
+)
+
+
+def merge_usage(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sum usage entries per (provider, model)."""
+    totals: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for entry in entries:
+        slot = (entry.get("provider"), entry.get("model"))
+        total = totals.setdefault(slot, {"provider": slot[0], "model": slot[1]})
+        for count in _COUNTS:
+            if entry.get(count) is not None:
+                total[count] = total.get(count, 0) + entry[count]
+    return [{k: v for k, v in total.items() if v is not None} for total in totals.values()]
+
+
 def _decode(text: str, annotation: Any) -> Any:
     return json.loads(text) if annotation is _ANY else _adapter(annotation).validate_json(text)
 
@@ -319,6 +341,15 @@ class Run:
         self._journal = journal
         self._unreplayed = len(journal)
         self._seen: dict[str, int] = {}
+        # Token usage of every journaled model call, replayed ones included: the run's total.
+        self._usage: list[dict[str, Any]] = [
+            entry.meta["usage"] for entry in journal.values() if entry.meta and "usage" in entry.meta
+        ]
+
+    @property
+    def usage(self) -> list[dict[str, Any]]:
+        """Token usage so far, one entry per provider and model (AG-UI ``TokenUsage`` fields)."""
+        return merge_usage(self._usage)
 
     @property
     def replaying(self) -> bool:
@@ -349,18 +380,58 @@ class Run:
         return self._step(self._key("step", name), name, fn)
 
     async def _step(self, key: str, name: str, fn: Callable[..., Any]) -> Any:
-        annotation = _return_annotation(fn)
+        return await self._once(
+            key,
+            name,
+            fn,
+            None,
+            _return_annotation(fn),
+            what=f"the result of step {name!r}",
+            started=(step_started(name),),
+            finished=(step_finished(name),),
+        )
+
+    async def _once(
+        self,
+        key: str,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...] | None,
+        annotation: Any,
+        *,
+        what: str,
+        started: tuple[dict[str, Any], ...] = (),
+        finished: tuple[dict[str, Any], ...] = (),
+        result_event: Callable[[str], dict[str, Any]] | None = None,
+        request_hash: str | None = None,
+        usage: Callable[[Any], dict[str, Any] | None] | None = None,
+    ) -> Any:
+        """Run ``fn`` once under ``key``; a replay returns (or raises) what the journal holds.
+
+        The one journaling mechanism: steps, and the model and tool calls of framework
+        adapters, all go through here. ``request_hash`` (a digest of what was asked) must
+        match the journaled one on replay, so a changed request is an error, never a stale answer.
+        """
         entry = self._replayed(key)
         if entry is not None:
+            journaled = (entry.meta or {}).get("hash")
+            if request_hash is not None and journaled is not None and journaled != request_hash:
+                raise NonDeterminismError(
+                    f"agent {self.agent!r}: {key} was asked something different on replay than when it ran: "
+                    "the code between journaled calls must make the same decisions given the same results"
+                )
             if entry.error is not None:
                 raise _rebuild_error(entry.error)
             return _decode(entry.value or "null", annotation)
         execution = self._execution
         execution.before_step()
-        execution.events.add(step_started(name))
+        for event in started:
+            execution.events.add(event)
         execution.schedule_flush(soon=True)
         context = StepContext(name, key, self.id, self.attempt)
-        args = (context,) if _wants_context(fn) else ()
+        if args is None:
+            args = (context,) if _wants_context(fn) else ()
+        meta = None if request_hash is None else {"hash": request_hash}
         execution.enter_step()
         try:
             token = _current_step.set(context)
@@ -375,16 +446,21 @@ class Run:
                 if inspect.isawaitable(result):
                     result = await result
             except Exception as exc:
-                await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
+                await execution.commit(JournalEntry(key, error=_encode_error(exc, name), meta=meta), *finished)
                 raise
             finally:
                 _current_step.reset(token)
             try:
-                text = _encode(result, annotation, f"the result of step {name!r}", execution.max_step_bytes)
+                text = _encode(result, annotation, what, execution.max_step_bytes)
             except StepResultError as exc:
-                await execution.commit(JournalEntry(key, error=_encode_error(exc, name)), step_finished(name))
+                await execution.commit(JournalEntry(key, error=_encode_error(exc, name), meta=meta), *finished)
                 raise
-            await execution.commit(JournalEntry(key, text), step_finished(name))
+            spent = usage(result) if usage is not None else None
+            if spent:
+                meta = {**(meta or {}), "usage": spent}
+                self._usage.append(spent)
+            events = (*finished, result_event(text)) if result_event is not None else finished
+            await execution.commit(JournalEntry(key, text, meta=meta), *events)
         finally:
             execution.leave_step()
         return _decode(text, annotation)

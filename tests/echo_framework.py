@@ -44,3 +44,43 @@ def make_adapter() -> Any:
 
 
 not_an_adapter = object()
+
+
+class ChatAgent:
+    """A second tiny framework: a model that may call tools, one approval, a conversation loop."""
+
+    def __init__(self, model: Any, tools: dict[str, Any], *, approve: tuple[str, ...] = ()) -> None:
+        self.model = model
+        self.tools = tools
+        self.approve = approve
+
+
+async def _chat(agent: ChatAgent, ctx: AdapterContext) -> str:
+    model = ctx.durable.model(agent.model, name="chat", usage=lambda response: response.get("usage"))
+    tools = ctx.durable.tools(agent.tools)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": ctx.input}]
+    while True:
+        response = await model({"messages": messages})
+        messages.append(response["message"])
+        call = response.get("tool_call")
+        if call is None:
+            return str(response["message"]["content"])
+        if call["name"] in agent.approve:
+            approved = await ctx.run.interrupt(
+                "tool-approval",
+                {"call_id": call["id"], "tool": call["name"], "arguments": call["arguments"]},
+                answer=bool,
+            )
+            if not approved:
+                messages.append({"role": "tool", "content": "declined by a human"})
+                continue
+        result = await tools[call["name"]](call["arguments"], call_id=call["id"])
+        messages.append({"role": "tool", "content": result})
+
+
+chat_adapter = define_adapter(
+    name="chat",
+    match=lambda value: isinstance(value, ChatAgent),
+    describe=lambda agent: {"description": "A chat agent with tools."},
+    run=_chat,
+)

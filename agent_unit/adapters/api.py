@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agent import Agent
+from ..durable import Durable
 from ..errors import AgentUnitError
 from ..run import Run, RunState
 
 __all__ = ["API_VERSION", "Adapter", "AdapterContext", "AdapterError", "AdaptedAgent", "define_adapter"]
 
 API_VERSION = 1
+_DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "REASONING_MESSAGE_CONTENT"})
 
 
 class AdapterError(AgentUnitError):
@@ -50,6 +52,21 @@ class AdapterContext:
     async def emit(self, name: str, value: Any = None) -> None:
         """A CUSTOM event."""
         await self.run.emit(name, value)
+
+    @property
+    def durable(self) -> Durable:
+        """Journaled model calls (``durable.model``) and tool calls (``durable.tools``)."""
+        return Durable(self.run)
+
+    def stream(self, event: dict[str, Any]) -> None:
+        """An AG-UI event (text, reasoning, tool, state) from live work; deltas are batched.
+
+        Call it from inside a journaled model or tool call: a replay runs nothing, so it
+        emits nothing, as the event stream's contract requires.
+        """
+        execution = self.run._execution
+        execution.events.add(dict(event))
+        execution.schedule_flush(soon=event.get("type") not in _DELTAS)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,101 @@
+"""Journaled model and tool calls for framework adapters: ``ctx.durable.model`` and ``ctx.durable.tools``.
+
+Both sit on the run's one journal (:meth:`Run._once`, the same mechanism as ``run.step``):
+
+- A model call is journaled by its *result*, keyed by its name and occurrence, with a short
+  hash of the request. On replay the request is rebuilt by the framework and only its hash
+  is compared, so a long conversation's journal grows with the answers, not with the
+  history, and a different request is a clear error instead of a stale answer.
+- A tool call is keyed by the framework's tool call id when it has one (its occurrence
+  otherwise), emits the AG-UI tool events, and runs with that key as the idempotency key:
+  ``use_run().idempotency_key()`` inside the tool is stable across re-runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from .run import _ANY, Run
+
+__all__ = ["Durable", "request_hash"]
+
+
+def request_hash(request: Any) -> str:
+    """A short, stable digest of a request (canonical JSON)."""
+    text = json.dumps(to_jsonable_python(request, fallback=repr), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Durable:
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    def model(
+        self,
+        fn: Callable[[Any], Awaitable[Any]],
+        *,
+        name: str = "model",
+        response_type: Any = _ANY,
+        usage: Callable[[Any], dict[str, Any] | None] | None = None,
+    ) -> Callable[[Any], Awaitable[Any]]:
+        """``fn(request) -> response``, journaled: it runs once per call; replays return the response.
+
+        ``response_type`` rebuilds the response from JSON (a pydantic model or dataclass);
+        ``usage(response)`` gives its token usage (``provider``, ``model``, ``inputTokens``...).
+        """
+        run = self._run
+
+        async def call(request: Any) -> Any:
+            key = run._key("model", name)
+            return await run._once(
+                key,
+                name,
+                fn,
+                (request,),
+                response_type,
+                what=f"the response of model call {key!r}",
+                request_hash=request_hash(request),
+                usage=usage,
+            )
+
+        return call
+
+    def tools(self, tools: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Awaitable[Any]]]:
+        """Each tool journaled: ``await tool(arguments, call_id=...)`` runs it once with its keyword arguments."""
+        return {tool_name: self._tool(tool_name, fn) for tool_name, fn in tools.items()}
+
+    def _tool(self, tool_name: str, fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+        run = self._run
+
+        async def call(arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> Any:
+            arguments = dict(arguments or {})
+            key = f"tool:{tool_name}#{call_id}" if call_id else run._key("tool", tool_name)
+            call_id = call_id or key
+            return await run._once(
+                key,
+                tool_name,
+                lambda: fn(**arguments),
+                (),
+                _ANY,
+                what=f"the result of tool {tool_name!r}",
+                request_hash=request_hash(arguments),
+                started=(
+                    {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": tool_name},
+                    {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(arguments, default=str)},
+                    {"type": "TOOL_CALL_END", "toolCallId": call_id},
+                ),
+                result_event=lambda text: {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": f"{call_id}:result",
+                    "toolCallId": call_id,
+                    "content": text,
+                    "role": "tool",
+                },
+            )
+
+        return call
