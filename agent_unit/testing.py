@@ -21,7 +21,7 @@ from .records import RunRecord, StoredEvent
 from .stores import Store
 from .stores.memory import MemoryStore
 
-__all__ = ["TestUnit", "create_test_unit"]
+__all__ = ["AdapterCheckFailed", "EffectKit", "TestUnit", "assert_adapter", "create_test_unit"]
 
 
 class TestUnit:
@@ -79,3 +79,101 @@ def create_test_unit(
     clock = clock or ManualClock()
     engine = RunEngine(agents, store if store is not None else MemoryStore(), clock=clock, **options)
     return TestUnit(engine, clock)
+
+
+class AdapterCheckFailed(AssertionError):
+    """What :func:`assert_adapter` found: effects outside journaled calls, or repeated."""
+
+
+class EffectKit:
+    """Handed to the agent factory: report every real side effect with ``kit.effect(name)``.
+
+    Give each effect a name of its own (``"refund o_1"``): a name seen twice is a repeat.
+    """
+
+    def __init__(self) -> None:
+        self.effects: list[str] = []
+        self.outside: list[str] = []
+
+    def effect(self, name: str) -> None:
+        from .run import _current_step
+
+        self.effects.append(name)
+        if _current_step.get() is None:
+            self.outside.append(name)
+
+    def repeated(self) -> list[str]:
+        return sorted({name for name in self.effects if self.effects.count(name) > 1})
+
+
+async def assert_adapter(
+    *,
+    adapter: Any,
+    agent: Any,
+    input: Any = None,
+    pause: Mapping[str, Any] | None = None,
+) -> None:
+    """Check an adapter the way agent-unit checks its own, in any test runner.
+
+    ``agent(kit)`` builds an agent of the adapter's framework whose side effects call
+    ``kit.effect(name)``. The agent runs to the end; then the host "restarts" (a new engine
+    over the same SQLite store) and executes the run again from its journal: every effect
+    must have run inside a journaled call, and none may run again. With ``pause``
+    (``{"agent": factory, "answer": ...}``), that agent must pause through its framework,
+    and after a restart the answer resumes it, with no model call or effect repeated.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from .stores.sqlite import SQLiteStore
+
+    async def check(factory: Any, answer: Any, pausing: bool) -> None:
+        kit = EffectKit()
+        value = factory(kit)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "check.db"
+            first = create_test_unit({"checked": value}, SQLiteStore(path), adapters=[adapter])
+            record = await first.run("checked", input)
+            await first.close()
+            await first.store.close()
+            if pausing and record.status != "interrupted":
+                raise AdapterCheckFailed(f"the pause agent did not pause (it is {record.status.value})")
+            if record.status == "failed":
+                raise AdapterCheckFailed(f"the agent failed: {record.error.message if record.error else ''}")
+            second = create_test_unit({"checked": factory(kit)}, SQLiteStore(path), adapters=[adapter])
+            if pausing:
+                record = await second.resume(record.id, answer)
+            else:
+                await _execute_again(second, record.id)
+                record = await second.get(record.id)
+            await second.close()
+            await second.store.close()
+        if record.status != "completed":
+            raise AdapterCheckFailed(
+                f"the run ended {record.status.value}: {record.error.message if record.error else ''}"
+            )
+        problems = []
+        if kit.outside:
+            problems.append(f"effects ran outside a journaled call: {', '.join(kit.outside)}")
+        if kit.repeated():
+            problems.append(f"effects ran again after a restart: {', '.join(kit.repeated())}")
+        if problems:
+            raise AdapterCheckFailed(f"adapter {adapter.name!r}: " + "; ".join(problems))
+
+    await check(agent, None, False)
+    if pause is not None:
+        await check(pause["agent"], pause.get("answer"), True)
+
+
+async def _execute_again(unit: TestUnit, run_id: str) -> None:
+    """Replay a finished run from its journal in a new engine, as a recovery would."""
+    from .records import RunStatus
+
+    record = await unit.get(run_id)
+    expected = record.version
+    record.status = RunStatus.queued
+    record.finished_at = None
+    record.output = None
+    record.due_at = unit.clock.time()
+    await unit.store.save_run(record, expected_version=expected)
+    await unit.engine.sweep(wait=True)
