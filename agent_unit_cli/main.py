@@ -136,5 +136,37 @@ def build_command(
     console.print(f"run it: [bold]{result.run}[/bold]")
 
 
+@app.command()
+def add(
+    package: str = typer.Argument(..., help="A package name (pip requirement) or a local package folder."),
+    root: Path = ROOT,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing the configuration."),
+) -> None:
+    """Install an adapter package and add it to the configuration."""
+    from .add import AddError, adapter_references, add_to_config, install, installed, package_name, uninstall
+
+    try:
+        name = package_name(package)
+        was_installed = installed(name)
+        with console.status(f"installing {package}"):
+            install(package, root)
+        try:
+            references = adapter_references(name)
+        except (AddError, AdapterError):
+            if not was_installed:
+                uninstall(name)
+            raise
+        if not yes and not typer.confirm(f"Add {', '.join(references)} to the project's adapters?"):
+            console.print("nothing changed in the configuration")
+            return
+        path, added = add_to_config(root, references)
+    except (AddError, AdapterError) as exc:
+        raise _fail(str(exc)) from None
+    if added:
+        console.print(f"[green]added[/green] {', '.join(added)} to {path}")
+    else:
+        console.print(f"{name} is already in {path}")
+
+
 def main() -> None:
     app()
