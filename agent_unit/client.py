@@ -111,20 +111,21 @@ class AgentClient:
         return self._follow(run_id, after, follow)
 
     async def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> AsyncIterator[dict[str, Any]]:
-        after = 0
+        after: int | None = None  # None until the server has answered: then the request was not delivered
         try:
             async with self._http.stream("POST", path, json=body, headers=_STREAM) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     _raise_for(response)
                 run_id = response.headers.get("x-run-id", run_id)
+                after = int(response.headers.get("x-stream-after", "0"))
                 async for sse in EventSource(response).aiter_sse():
                     if (event := _event(sse)) is not None:
                         after = event["seq"]
                         yield event
                 return
         except _DROPPED:
-            if run_id is None:
+            if run_id is None or after is None:
                 raise
         async for event in self._follow(run_id, after, False):
             yield event
@@ -222,20 +223,21 @@ class SyncAgentClient:
         return self._follow(run_id, after, follow)
 
     def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> Iterator[dict[str, Any]]:
-        after = 0
+        after: int | None = None  # None until the server has answered: then the request was not delivered
         try:
             with self._http.stream("POST", path, json=body, headers=_STREAM) as response:
                 if response.status_code >= 400:
                     response.read()
                     _raise_for(response)
                 run_id = response.headers.get("x-run-id", run_id)
+                after = int(response.headers.get("x-stream-after", "0"))
                 for sse in EventSource(response).iter_sse():
                     if (event := _event(sse)) is not None:
                         after = event["seq"]
                         yield event
                 return
         except _DROPPED:
-            if run_id is None:
+            if run_id is None or after is None:
                 raise
         yield from self._follow(run_id, after, False)
 

@@ -9,13 +9,15 @@ still wakes it. Writers in other processes cannot notify: readers wait at most
 from __future__ import annotations
 
 import asyncio
+import weakref
 
 __all__ = ["EventTail"]
 
 
 class EventTail:
     def __init__(self) -> None:
-        self._waiters: dict[str, asyncio.Event] = {}
+        # Weak: a waiter lives only while a reader holds it, so finished streams leave nothing behind.
+        self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = weakref.WeakValueDictionary()
 
     def listen(self, run_id: str) -> asyncio.Event:
         """An event set at the next :meth:`notify` for ``run_id``; take it before reading."""

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from agent_unit.adapters import ENTRY_POINT_GROUP, load_adapter
 
@@ -82,38 +83,65 @@ def adapter_references(name: str) -> list[str]:
 
 
 def add_to_config(root: Path, references: list[str]) -> tuple[Path, list[str]]:
-    """Add ``references`` to ``adapters`` in the project's configuration; the file and what was added."""
+    """Add ``references`` to ``adapters`` in the project's configuration; the file and what was added.
+
+    The file is edited as text (comments, order and tables stay as they are), and the result
+    is parsed and checked before it is written.
+    """
     own, pyproject = root / "agent-unit.toml", root / "pyproject.toml"
-    if own.is_file() or not (pyproject.is_file() and "[tool.agent-unit]" in pyproject.read_text()):
-        path, section = own, None
-    else:
-        path, section = pyproject, "[tool.agent-unit]"
+    in_pyproject = not own.is_file() and pyproject.is_file() and "agent-unit" in _read(pyproject).get("tool", {})
+    path = pyproject if in_pyproject else own
     text = path.read_text() if path.exists() else ""
-    values = tomllib.loads(text) if text else {}
-    current = values.get("tool", {}).get("agent-unit", {}) if section else values
-    new = [reference for reference in references if reference not in current.get("adapters", [])]
+
+    def adapters_of(source: str) -> list[str]:
+        values = tomllib.loads(source)
+        table = values.get("tool", {}).get("agent-unit", {}) if in_pyproject else values
+        return list(table.get("adapters", []))
+
+    current = adapters_of(text)
+    new = [reference for reference in references if reference not in current]
     if not new:
         return path, []
+    listed = ", ".join(f'"{reference}"' for reference in new)
     lines = text.splitlines(keepends=True)
-    start = next(i + 1 for i, line in enumerate(lines) if line.strip() == section) if section else 0
-    end = next((i for i in range(start, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-    for i in range(start, end):
-        match = re.match(r"^(\s*adapters\s*=\s*\[)(.*)(\]\s*(#.*)?)$", lines[i].rstrip("\n"))
-        if match:  # a one-line list: append to it
-            inner = match.group(2).strip().rstrip(",")
-            items = ", ".join([inner, *[f'"{ref}"' for ref in new]] if inner else [f'"{ref}"' for ref in new])
-            lines[i] = f"{match.group(1)}{items}{match.group(3)}\n"
-            break
-        if re.match(r"^\s*adapters\s*=", lines[i]):
-            raise AddError(f"{path.name}: write `adapters` on one line, or add {new} to it by hand")
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    header = (
+        next((i for i, line in enumerate(lines) if line.split("#")[0].strip() == "[tool.agent-unit]"), None)
+        if in_pyproject
+        else -1
+    )
+    if header is None:  # only subtables like [tool.agent-unit.tasks.x]: the table itself may follow them
+        lines += ["\n", "[tool.agent-unit]\n", f"adapters = [{listed}]\n"]
     else:
-        entry = "adapters = [" + ", ".join(f'"{ref}"' for ref in new) + "]\n"
-        at = end
-        while at > start and not lines[at - 1].strip():
-            at -= 1  # keep blank lines before the next table
-        if at > 0 and not lines[at - 1].endswith("\n"):
-            lines[at - 1] += "\n"
-        lines.insert(at, entry)
-    path.write_text("".join(lines))
-    tomllib.loads(path.read_text())  # never leave a broken file
+        start = header + 1
+        end = next((i for i in range(start, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        for i in range(start, end):
+            match = re.match(r"^(\s*adapters\s*=\s*\[)([^#\]]*)(\]\s*(#.*)?)$", lines[i].rstrip("\n"))
+            if match:  # a one-line list: append to it
+                inner = match.group(2).strip().rstrip(",")
+                lines[i] = f"{match.group(1)}{inner + ', ' if inner else ''}{listed}{match.group(3)}\n"
+                break
+            if re.match(r"^\s*adapters\s*=", lines[i]):
+                raise AddError(f"{path.name}: write `adapters` on one line, or add {new} to it by hand")
+        else:
+            at = end
+            while at > start and not lines[at - 1].strip():
+                at -= 1  # keep blank lines before the next table
+            lines.insert(at, f"adapters = [{listed}]\n")
+    result = "".join(lines)
+    try:
+        added = adapters_of(result)
+    except tomllib.TOMLDecodeError as exc:
+        raise AddError(f"editing {path.name} would break it ({exc}): add {new} to `adapters` by hand") from None
+    if added != [*current, *new]:
+        raise AddError(f"{path.name} has a layout this command does not edit safely: add {new} to `adapters` by hand")
+    path.write_text(result)
     return path, new
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise AddError(f"{path.name} is not valid TOML: {exc}") from None

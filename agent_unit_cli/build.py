@@ -31,6 +31,7 @@ __all__ = ["BuildError", "BuildResult", "build"]
 
 # What a built server needs at run time (the CLI's own dependencies stay out).
 RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn")
+MARKER = ".agent-unit-build"
 SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
 
 
@@ -86,15 +87,25 @@ def _project_requirements(root: Path) -> list[str]:
     return []
 
 
-def _copy_source(root: Path, destination: Path) -> None:
+def _sources(root: Path) -> list[Path]:
     """The agents and the project's own top-level modules and packages they may import."""
+    return [
+        path
+        for path in sorted(root.iterdir())
+        if not (path.name in SKIP or path.name.startswith("."))
+        and (
+            (path.is_file() and path.suffix == ".py")
+            or (path.is_dir() and (path.name == "agents" or (path / "__init__.py").is_file()))
+        )
+    ]
+
+
+def _copy_source(root: Path, destination: Path) -> None:
     destination.mkdir(parents=True)
-    for path in sorted(root.iterdir()):
-        if path.name in SKIP or path.name.startswith("."):
-            continue
-        if path.is_file() and path.suffix == ".py":
+    for path in _sources(root):
+        if path.is_file():
             shutil.copy2(path, destination / path.name)
-        elif path.is_dir() and (path.name == "agents" or (path / "__init__.py").is_file()):
+        else:
             shutil.copytree(path, destination / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
@@ -151,7 +162,15 @@ def build(
     root = root.resolve()
     output = (out or root / chosen.output).resolve()
     if root == output or output in root.parents:
-        raise BuildError(f"--out {output} would overwrite the project: choose a folder inside it, like .output/")
+        raise BuildError(f"--out {output} would overwrite the project: choose a new folder, like .output/")
+    for source in _sources(root):
+        if output == source or source in output.parents:
+            raise BuildError(
+                f"--out {output} is inside the project's source ({source.name}): choose .output/ or a new folder"
+            )
+    ours = output == root / ".output" or (root / ".output") in output.parents or (output / MARKER).exists()
+    if output.exists() and any(output.iterdir()) and not ours:
+        raise BuildError(f"--out {output} is not empty and was not written by agent-unit build: choose a new folder")
 
     progress("discovering agents")
     try:
@@ -163,7 +182,7 @@ def build(
 
     progress("copying the project")
     if output.exists():
-        shutil.rmtree(output)
+        shutil.rmtree(output)  # only a folder a build wrote (checked above) or an empty one
     _copy_source(root, output / "app")
     progress("vendoring dependencies with pip")
     _vendor(chosen, _project_requirements(root), output / "vendor")
@@ -193,6 +212,14 @@ def build(
             target = output / template_name.removeprefix(folder + "/").removesuffix(".j2")
             target.write_text(templates.get_template(template_name).render(**context))
             written.append(str(target.relative_to(output)))
+            if target.suffix == ".py":
+                try:
+                    compile(target.read_text(), str(target), "exec")
+                except SyntaxError as exc:
+                    raise BuildError(
+                        f"the generated {target.name} is not valid Python ({exc}): check the config values"
+                    ) from None
+    (output / MARKER).write_text("written by agent-unit build: the next build replaces this folder\n")
     return BuildResult(
         preset=name,
         output=output,

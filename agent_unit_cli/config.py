@@ -32,7 +32,7 @@ class Task(BaseModel):
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "agent-unit"
+    name: str = Field(default="agent-unit", pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$", max_length=100)
     storage: str | None = None
     preset: str = "server"
     budget: str | None = None

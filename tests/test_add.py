@@ -83,3 +83,26 @@ def test_a_package_that_is_not_an_adapter_is_refused_and_nothing_changes(tmp_pat
 def test_a_missing_path_is_a_clear_error(tmp_path: Path, spec: str) -> None:
     done = agent_unit("add", spec, "--yes", "--root", str(tmp_path))
     assert done.returncode == 1 and "installing ./nowhere-at-all failed" in done.stderr
+
+
+def test_add_does_not_write_into_a_comment_or_trip_on_header_comments(tmp_path: Path) -> None:
+    (tmp_path / "agent-unit.toml").write_text('adapters = ["a:b"]  # see [docs]\n')
+    path, _ = add_to_config(tmp_path, ["c:d"])
+    assert path.read_text() == 'adapters = ["a:b", "c:d"]  # see [docs]\n'
+    other = tmp_path / "py"
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[tool.agent-unit]  # ours\nname = "x"\n')
+    path, _ = add_to_config(other, ["c:d"])
+    assert path.read_text() == '[tool.agent-unit]  # ours\nname = "x"\nadapters = ["c:d"]\n'
+
+
+def test_add_to_a_pyproject_with_only_subtables_stays_in_pyproject(tmp_path: Path) -> None:
+    import tomllib
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.agent-unit.tasks.digest]\nschedule = "0 8 * * *"\nhandler = "a:b"\n'
+    )
+    path, _ = add_to_config(tmp_path, ["c:d"])
+    assert path.name == "pyproject.toml" and not (tmp_path / "agent-unit.toml").exists()
+    section = tomllib.loads(path.read_text())["tool"]["agent-unit"]
+    assert section["adapters"] == ["c:d"] and section["tasks"]["digest"]["handler"] == "a:b"

@@ -47,6 +47,7 @@ def test_built_server_runs_from_a_moved_copy_in_an_empty_virtualenv(tmp_path: Pa
         assert [agent["name"] for agent in manifest["agents"]] == ["refund", "support"]
         done = httpx.post(f"{url}/agents/support/runs?wait=1", json={"input": "where is my order?"}, timeout=10).json()
         assert done["status"] == "completed" and done["output"] == "Hello! where is my order?"
+        assert httpx.post(f"{url}/__agent-unit/sweep").status_code == 401  # a build needs AGENT_UNIT_SECRET
     finally:
         server.terminate()
         server.wait(timeout=20)
@@ -120,3 +121,30 @@ def test_dev_serves_the_agents(tmp_path: Path) -> None:
         dev.terminate()
         out, _ = dev.communicate(timeout=20)
     assert "refund" in out and "POST   /agents/{name}/runs" in out and f"http://127.0.0.1:{port}" in out
+
+
+def test_build_never_overwrites_the_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project_ok", project)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    for out, message in [
+        (project / "agents", "is inside the project's source (agents)"),
+        (project / "agents" / "built", "is inside the project's source (agents)"),
+        (tmp_path / "mine", "is not empty and was not written by agent-unit build"),
+        (tmp_path, "would overwrite the project"),
+    ]:
+        result = runner.invoke(app, ["build", "--root", str(project), "--out", str(out)])
+        assert result.exit_code == 1 and message in " ".join(result.output.split()), (out, result.output)
+    assert (project / "agents" / "refund.py").exists() and (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    assert runner.invoke(app, ["build", "--root", str(project), "--out", str(tmp_path / "new")]).exit_code == 0
+    assert runner.invoke(app, ["build", "--root", str(project), "--out", str(tmp_path / "new")]).exit_code == 0
+
+
+def test_a_name_that_would_break_generated_code_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project_ok", project)
+    (project / "agent-unit.toml").write_text('name = \'x"""\\nimport os\'\n')
+    result = runner.invoke(app, ["build", "--root", str(project)])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1 and "agent-unit.toml: name: String should match pattern" in output

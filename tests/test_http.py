@@ -264,3 +264,11 @@ async def test_client_over_asgi_raises_typed_errors() -> None:
         replay = [event async for event in agents.events(run_id, after=4)]
         assert [e["seq"] for e in replay] == [5, 6, 7, 8]
     await app.engine.aclose()
+
+
+async def test_a_resume_stream_says_where_it_starts(http: httpx.AsyncClient) -> None:
+    parked = await start_parked(http)
+    response = await http.post(
+        f"/runs/{parked['id']}/resume", json={"answer": {"approved": True}}, headers={"accept": "text/event-stream"}
+    )
+    assert response.headers["x-stream-after"] == "4" and sse(response.text)[0]["seq"] == 5

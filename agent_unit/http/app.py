@@ -194,7 +194,9 @@ class _Api:
                 stop=stop,
             )
 
-        return SSEResponse(body, headers={"x-run-id": run_id})
+        # x-stream-after: the seq this stream starts after, so a client that loses it
+        # before the first event continues from there (never from the run's beginning).
+        return SSEResponse(body, headers={"x-run-id": run_id, "x-stream-after": str(after)})
 
     # -- public routes ---------------------------------------------------------------------
 
