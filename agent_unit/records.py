@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 __all__ = [
     "FINISHED",
@@ -58,8 +58,6 @@ class RunRecord(BaseModel):
     ``due_at`` is when the sweep should look at it next (a sleeper's wake time, a lapsing
     lease, a finished run's deletion time) and is the one index the sweep reads.
     """
-
-    model_config = ConfigDict(validate_assignment=False)
 
     id: str
     agent: str

@@ -37,10 +37,6 @@ def package_name(spec: str) -> str:
     return re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]
 
 
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def installed(name: str) -> bool:
     try:
         importlib.metadata.distribution(name)

@@ -116,12 +116,7 @@ def _error(status: int, code: str, message: str, details: Any = None) -> JSONRes
 
 async def _agent_unit_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AgentUnitError)
-    details = exc.details
-    if details is not None:
-        details = (
-            [{k: v for k, v in item.items() if k != "ctx"} for item in details] if isinstance(details, list) else None
-        )
-    return _error(exc.status, exc.code, exc.message, details)
+    return JSONResponse(exc.to_dict(), status_code=exc.status)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
