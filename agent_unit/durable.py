@@ -65,6 +65,13 @@ class Durable:
 
         return call
 
+    async def value(self, name: str, fn: Callable[[], Any], *, type: Any = _ANY) -> Any:
+        """``fn()`` once (a read of outside state, such as a conversation's history); replays return it.
+
+        Unlike ``run.step`` it emits no step events: it is bookkeeping, not work to show.
+        """
+        return await self._run._once(self._run._key("value", name), name, fn, (), type, what=f"the value {name!r}")
+
     def tools(self, tools: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Awaitable[Any]]]:
         """Each tool journaled: ``await tool(arguments, call_id=...)`` runs it once with its keyword arguments."""
         return {tool_name: self._tool(tool_name, fn) for tool_name, fn in tools.items()}

@@ -412,6 +412,13 @@ class RunEngine:
             except Park as park:
                 await execution.settle(self.lease_ttl)  # journal steps still running beside the park first
                 outcome = park
+            except BaseExceptionGroup as group:  # a framework's task group wrapped the park (or a failure)
+                park = _park_in(group)
+                if park is None and not isinstance(group, Exception):
+                    raise
+                if park is not None:
+                    await execution.settle(self.lease_ttl)
+                outcome = park or group
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
                 outcome = exc
             record.usage = run.usage
@@ -605,3 +612,12 @@ class RunEngine:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _park_in(group: BaseExceptionGroup) -> Park | None:
+    """The first park inside an exception group, as parallel tool calls in a task group raise it."""
+    for exc in group.exceptions:
+        found = _park_in(exc) if isinstance(exc, BaseExceptionGroup) else exc if isinstance(exc, Park) else None
+        if found is not None:
+            return found
+    return None

@@ -341,6 +341,8 @@ class Run:
         self._journal = journal
         self._unreplayed = len(journal)
         self._seen: dict[str, int] = {}
+        # For frameworks that checkpoint their own work (LangGraph): names the unit running now.
+        self._work_key: Callable[[], str | None] | None = None
         # Token usage of every journaled model call, replayed ones included: the run's total.
         self._usage: list[dict[str, Any]] = [
             entry.meta["usage"] for entry in journal.values() if entry.meta and "usage" in entry.meta
@@ -467,10 +469,17 @@ class Run:
 
     def idempotency_key(self) -> str:
         """The key of the step (or tool call) running now."""
-        context = _current_step.get()
-        if context is None or context.run_id != self.id:
+        key = self._current_work()
+        if key is None:
             raise RuntimeError("run.idempotency_key() was called outside a step: call it inside run.step(...)")
-        return context.idempotency_key
+        return idempotency_key(self.id, key)
+
+    def _current_work(self) -> str | None:
+        """The journal key of the step or tool call running now, or of the framework's unit of work."""
+        context = _current_step.get()
+        if context is not None and context.run_id == self.id:
+            return context.key
+        return self._work_key() if self._work_key is not None else None
 
     # pauses
 

@@ -96,10 +96,11 @@ class EffectKit:
         self.outside: list[str] = []
 
     def effect(self, name: str) -> None:
-        from .run import _current_step
+        from .run import _current_run
 
         self.effects.append(name)
-        if _current_step.get() is None:
+        run = _current_run.get()
+        if run is None or run._current_work() is None:
             self.outside.append(name)
 
     def repeated(self) -> list[str]:

@@ -58,6 +58,14 @@ class AdapterContext:
         """Journaled model calls (``durable.model``) and tool calls (``durable.tools``)."""
         return Durable(self.run)
 
+    def set_work_key(self, current: Callable[[], str | None]) -> None:
+        """For a framework that checkpoints its own work (LangGraph's nodes): name the unit running now.
+
+        ``current()`` returns a key that is stable across re-runs of that unit (``None`` outside
+        one); ``use_run().idempotency_key()`` inside it derives from that key.
+        """
+        self.run._work_key = current
+
     def stream(self, event: dict[str, Any]) -> None:
         """An AG-UI event (text, reasoning, tool, state) from live work; deltas are batched.
 

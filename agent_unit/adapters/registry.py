@@ -7,6 +7,7 @@ A framework's own adapter therefore replaces agent-unit's. Entry points are read
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
@@ -14,9 +15,18 @@ from typing import Any
 from ..agent import Agent
 from .api import Adapter, AdapterError
 
-__all__ = ["ENTRY_POINT_GROUP", "adapters", "load_adapter", "resolve_agent"]
+__all__ = ["BUILTINS", "ENTRY_POINT_GROUP", "adapters", "builtin_adapters", "load_adapter", "resolve_agent"]
 
 ENTRY_POINT_GROUP = "agent_unit.adapters"
+
+BUILTINS: dict[str, str] = {
+    # the framework's top-level module: the module of agent-unit's adapter for it
+    "pydantic_ai": "agent_unit.adapters.pydantic_ai",
+    "agents": "agent_unit.adapters.openai_agents",
+    "langgraph": "agent_unit.adapters.langgraph",
+}
+"""The built-in adapters. Each is imported only when its framework already is: a value of a
+framework exists only if the user's code imported that framework, so nothing else pays for it."""
 
 
 def _as_adapter(value: Any, source: str) -> Adapter:
@@ -51,17 +61,26 @@ def _installed() -> list[Adapter]:
     return found
 
 
+def builtin_adapters() -> list[Adapter]:
+    """The built-in adapters of the frameworks imported so far."""
+    return [load_adapter(f"{module}:adapter") for framework, module in BUILTINS.items() if framework in sys.modules]
+
+
 def adapters(configured: Sequence[str | Adapter] = ()) -> list[Adapter]:
-    """Configured adapters first, then installed ones (entry points); built-ins join in later releases."""
+    """Configured adapters first, then installed ones (entry points); the built-ins are tried last."""
     chosen = [item if isinstance(item, Adapter) else load_adapter(item) for item in configured]
     return [*chosen, *_installed()]
 
 
 def resolve_agent(name: str, value: Any, candidates: Iterable[Adapter]) -> Agent | None:
-    """``value`` as an agent: a ``define_agent`` agent as it is, or through the first adapter that matches."""
+    """``value`` as an agent: a ``define_agent`` agent as it is, or through the first adapter that matches.
+
+    The built-ins come after ``candidates`` and are loaded here, once the user's modules (and
+    so their frameworks) are imported.
+    """
     if isinstance(value, Agent):
         return value
-    for adapter in candidates:
+    for adapter in [*candidates, *builtin_adapters()]:
         if adapter.match(value):
             return adapter.adapt(value, name=name)
     return None

@@ -1,0 +1,32 @@
+"""Tool approval, shared by the built-in adapters: one interrupt per call, one answer format.
+
+A ``tool-approval`` interrupt carries ``{call_id, tool, arguments, agent}``; the answer is
+``true``, ``false`` or ``{"approved": bool, "reason"?: str}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..run import Run
+
+__all__ = ["Approval", "ApprovalAnswer", "ask_approval"]
+
+
+class Approval(BaseModel):
+    """A human's answer to a ``tool-approval`` interrupt."""
+
+    approved: bool
+    reason: str | None = None
+
+
+ApprovalAnswer = bool | Approval
+
+
+async def ask_approval(run: Run, *, call_id: str, tool: str, arguments: Any, agent: str | None) -> Approval:
+    """Park until a human approves or declines the call; a replay returns the journaled answer."""
+    payload = {"call_id": call_id, "tool": tool, "arguments": arguments, "agent": agent}
+    answer = await run.interrupt("tool-approval", payload, answer=ApprovalAnswer)
+    return answer if isinstance(answer, Approval) else Approval(approved=bool(answer))
