@@ -1,11 +1,16 @@
-"""The app a test uvicorn process serves: ``uvicorn tests.server_app:app`` with ``TEST_STORE`` set."""
+"""The app a test uvicorn process serves: ``uvicorn tests.server_app:app`` with ``TEST_STORE`` set.
+
+``TEST_AGENTS`` (``module:ATTRIBUTE``, default ``tests.http_agents:AGENTS``) names the agents.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 
 from agent_unit import create_agent_unit
 
-from .http_agents import AGENTS
+module, _, attribute = os.environ.get("TEST_AGENTS", "tests.http_agents:AGENTS").partition(":")
+AGENTS = getattr(importlib.import_module(module), attribute)
 
 app = create_agent_unit(AGENTS, store=os.environ["TEST_STORE"], keepalive_seconds=0.5)
