@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from ..agent import Agent
 from ..durable import Durable
 from ..errors import AgentUnitError
@@ -84,6 +86,8 @@ class Adapter:
     match: Callable[[Any], bool]
     run: Callable[[Any, AdapterContext], Awaitable[Any]]
     describe: Callable[[Any], Mapping[str, Any]] | None = None
+    """``describe(agent)``: ``description``, and ``input_type`` (a type that validates the input and
+    gives its schema) or ``input_schema`` (a JSON Schema, for show only)."""
 
     def adapt(self, value: Any, name: str | None = None) -> AdaptedAgent:
         """``value`` (a framework's agent) as an agent-unit :class:`Agent`."""
@@ -121,6 +125,9 @@ class AdaptedAgent(Agent):
         self.framework = adapter.name
         self.adapter = adapter
         self.value = value
+        input_type = described.pop("input_type", None)
+        if input_type is not None:  # validates input before a run exists (422), and gives the schema
+            self.input_adapter = TypeAdapter(input_type)
         self._input_schema = described.pop("input_schema", None)
         self.details = described
 
