@@ -129,7 +129,8 @@ class RunEngine:
         self.schedule_wake = schedule_wake
         self.on_continue = on_continue
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{new_id('x')[-8:]}"
-        self.tail = EventTail()
+        self.tail = EventTail(self.store)
+        self._store_checked = False
         self._executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -305,6 +306,13 @@ class RunEngine:
             except Exception:
                 log.exception("agent-unit sweep failed")
             await asyncio.sleep(self.sweep_interval)
+
+    async def check_store(self) -> None:
+        """Reach the store once (a shared store's ``check()``), so bad configuration fails at start."""
+        check = getattr(self.store, "check", None)
+        if check is not None and not self._store_checked:
+            await check()
+            self._store_checked = True
 
     def start_background(self) -> None:
         """Start the sweep loop now (a server calls this at startup, so sleepers wake on time)."""

@@ -2,25 +2,31 @@
 
 Writers in this process call :meth:`EventTail.notify` after each write that stored events;
 a reader takes a waiter *before* it reads, so an event stored between its read and its wait
-still wakes it. Writers in other processes cannot notify: readers wait at most
-``poll_interval`` before they read again (the floor for stores that cannot notify).
+still wakes it. Writers in other processes reach readers through the store when it can
+notify (Redis pub/sub, Postgres LISTEN/NOTIFY: its ``watch(notify)``, started at the first
+reader); otherwise readers wait at most ``poll_interval`` before they read again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
 
 __all__ = ["EventTail"]
 
 
 class EventTail:
-    def __init__(self) -> None:
+    def __init__(self, store: object = None) -> None:
         # Weak: a waiter lives only while a reader holds it, so finished streams leave nothing behind.
         self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = weakref.WeakValueDictionary()
+        self._watch: Callable[[Callable[[str], None]], None] | None = getattr(store, "watch", None)
 
     def listen(self, run_id: str) -> asyncio.Event:
         """An event set at the next :meth:`notify` for ``run_id``; take it before reading."""
+        if self._watch is not None:  # the first reader: hear the other processes' writes from now on
+            self._watch(self.notify)
+            self._watch = None
         waiter = self._waiters.get(run_id)
         if waiter is None:
             waiter = self._waiters[run_id] = asyncio.Event()

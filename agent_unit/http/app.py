@@ -94,6 +94,7 @@ def create_agent_unit(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await engine.check_store()  # an unreachable store or a wrong password: one clear error at start
         engine.start_background()
         yield
         await engine.aclose()

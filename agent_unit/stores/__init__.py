@@ -43,7 +43,19 @@ def open_store(url: str | None = None) -> Store:
         from .sqlite import SQLiteStore
 
         return SQLiteStore.from_url(url)
+    if scheme in ("redis", "rediss", "valkey", "valkeys"):
+        try:
+            from .redis import RedisStore
+        except ImportError:
+            raise ValueError('redis:// needs the redis extra: pip install "agent-unit[redis]"') from None
+        return RedisStore.from_url(url.replace("valkey", "redis", 1) if scheme.startswith("valkey") else url)
+    if scheme in ("postgres", "postgresql"):
+        try:
+            from .postgres import PostgresStore
+        except ImportError:
+            raise ValueError('postgres:// needs the postgres extra: pip install "agent-unit[postgres]"') from None
+        return PostgresStore.from_url(url)
     raise ValueError(
-        f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db "
-        "(redis://, postgres:// and dynamodb:// come with their extras)"
+        f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db, redis://host:6379, "
+        "postgres://user@host/db (dynamodb:// comes with the aws extra)"
     )

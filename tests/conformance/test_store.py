@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -14,6 +15,7 @@ from agent_unit.errors import LeaseLost, RunConflict, RunNotFound
 from agent_unit.ids import new_id
 from agent_unit.records import JournalEntry, RunRecord, RunStatus
 from agent_unit.stores import Store
+from agent_unit.stores._url import safe_url
 
 from ..conftest import StoreFactory
 
@@ -247,4 +249,11 @@ async def test_state(store: Store) -> None:
 
 
 async def test_url_has_no_password(store: Store) -> None:
-    assert isinstance(store.url, str) and "@" not in store.url
+    assert isinstance(store.url, str) and urlsplit(store.url).password in (None, "***")
+
+
+def test_safe_url_hides_passwords() -> None:
+    assert safe_url("redis://:s3cret@cache:6379/0") == "redis://***@cache:6379/0"
+    assert safe_url("postgresql://app:s3cret@db/runs?sslmode=require") == "postgresql://***@db/runs?sslmode=require"
+    assert safe_url("postgresql://app@db/runs") == "postgresql://***@db/runs"
+    assert safe_url("sqlite:///runs.db") == "sqlite:///runs.db"

@@ -1,0 +1,30 @@
+"""Store URLs that are safe to show, and the error for a store that cannot be used."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import AgentUnitError
+
+__all__ = ["StoreUnavailable", "safe_url"]
+
+
+class StoreUnavailable(AgentUnitError):
+    """The store cannot be reached or refused us (unreachable, wrong password); the message names it safely."""
+
+    code, status = "store_unavailable", 503
+
+
+def safe_url(url: str) -> str:
+    """``url`` with its password (and any user name) replaced by ``***``: fit for logs and errors."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return url.split("://", 1)[0] + "://***"
+    if parts.username is None and parts.password is None:
+        return url
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -1,0 +1,406 @@
+"""``postgres://``: many processes over one PostgreSQL, exact, with psycopg 3 (async, a pool).
+
+Each write is one statement, so one round trip, and atomic on its own: data-modifying CTEs
+update the run and insert its journal entries and events together. The run's row is the
+fence and the seq counter at once: ``UPDATE … WHERE version = $expected`` (a save) or
+``WHERE lease_owner = $owner AND status = 'running'`` (an append) takes the row lock, bumps
+``seq`` by the number of events and returns it, and the events are inserted with the seqs
+just minted. Two writers on one run queue on that row lock; a loser of the compare-and-set
+updates nothing and writes nothing. A journal key written twice violates the primary key
+and the whole statement rolls back. ``pg_notify`` in the same statement wakes readers in
+every process once the write commits.
+
+The schema is created and migrated through a small ledger (``agent_unit_migrations``): a
+start with nothing to do reads one row and takes no lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import LeaseLost, RunConflict, RunNotFound
+from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from ._codec import RUN_COLUMNS, journal_from_row, run_from_row, run_row
+from ._url import StoreUnavailable, safe_url
+
+__all__ = ["PostgresStore"]
+
+log = logging.getLogger("agent_unit.stores.postgres")
+
+CHANNEL = "agent_unit_events"
+_LOCK = 0x6167656E74  # the advisory lock migrations take ("agent")
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE agent_unit_runs (
+      id text PRIMARY KEY,
+      agent text NOT NULL,
+      thread_id text NOT NULL,
+      status text NOT NULL,
+      version bigint NOT NULL,
+      lease_owner text,
+      lease_expires double precision,
+      due_at double precision,
+      data text NOT NULL,
+      seq bigint NOT NULL DEFAULT 0
+    );
+    CREATE INDEX agent_unit_runs_due ON agent_unit_runs (due_at) WHERE due_at IS NOT NULL;
+    CREATE INDEX agent_unit_runs_status ON agent_unit_runs (status, id);
+    CREATE INDEX agent_unit_runs_agent ON agent_unit_runs (agent, id);
+    CREATE INDEX agent_unit_runs_thread ON agent_unit_runs (thread_id, id);
+    CREATE TABLE agent_unit_journal (
+      run_id text NOT NULL,
+      key text NOT NULL,
+      value text,
+      error text,
+      meta text,
+      PRIMARY KEY (run_id, key)
+    );
+    CREATE TABLE agent_unit_events (
+      run_id text NOT NULL,
+      seq bigint NOT NULL,
+      data text NOT NULL,
+      PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE agent_unit_state (
+      scope text NOT NULL,
+      key text NOT NULL,
+      value text NOT NULL,
+      PRIMARY KEY (scope, key)
+    );
+    """,
+)
+
+_COLUMNS = ", ".join(RUN_COLUMNS)
+
+# The journal entries and events of one write, inserted only if the run's row was updated.
+_WRITES = (
+    """
+, journal AS (
+  INSERT INTO agent_unit_journal (run_id, key, value, error, meta)
+  SELECT %(id)s, key, value, error, meta FROM fence,
+    unnest(%(keys)s::text[], %(values)s::text[], %(errors)s::text[], %(metas)s::text[])
+      AS entry(key, value, error, meta)
+), events AS (
+  INSERT INTO agent_unit_events (run_id, seq, data)
+  SELECT %(id)s, fence.seq - %(count)s + ordinal, data FROM fence,
+    unnest(%(events)s::text[]) WITH ORDINALITY AS event(data, ordinal)
+)
+SELECT seq, CASE WHEN %(count)s > 0 THEN pg_notify('"""
+    + CHANNEL
+    + """', %(id)s) END FROM fence
+"""
+)
+
+_CREATE = (
+    f"""
+WITH fence AS (
+  INSERT INTO agent_unit_runs ({_COLUMNS}, seq)
+  VALUES (%(id)s, %(agent)s, %(thread_id)s, %(status)s, %(version)s, %(lease_owner)s, %(lease_expires)s,
+          %(due_at)s, %(data)s, %(count)s)
+  RETURNING seq
+)"""
+    + _WRITES
+)
+
+_SAVE = (
+    """
+WITH fence AS (
+  UPDATE agent_unit_runs SET status = %(status)s, version = version + 1, lease_owner = %(lease_owner)s,
+    lease_expires = %(lease_expires)s, due_at = %(due_at)s, data = %(data)s, seq = seq + %(count)s
+  WHERE id = %(id)s AND version = %(expected)s
+  RETURNING seq
+)"""
+    + _WRITES
+)
+
+_APPEND = (
+    """
+WITH fence AS (
+  UPDATE agent_unit_runs SET seq = seq + %(count)s
+  WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+  RETURNING seq
+)"""
+    + _WRITES
+)
+
+
+def _writes(run_id: str, journal: Sequence[JournalEntry], events: Sequence[str]) -> dict[str, Any]:
+    return {
+        "id": run_id,
+        "keys": [entry.key for entry in journal],
+        "values": [entry.value for entry in journal],
+        "errors": [None if entry.error is None else json.dumps(entry.error) for entry in journal],
+        "metas": [None if entry.meta is None else json.dumps(entry.meta) for entry in journal],
+        "events": list(events),
+        "count": len(events),
+    }
+
+
+def _columns(record: RunRecord) -> dict[str, Any]:
+    return dict(zip(RUN_COLUMNS, run_row(record), strict=True))
+
+
+class PostgresStore:
+    """``postgres://user:password@host:5432/db?pool_max=10`` (``postgresql://`` too)."""
+
+    def __init__(self, url: str, *, pool_min: int = 1, pool_max: int = 10) -> None:
+        from psycopg_pool import AsyncConnectionPool
+
+        self.url = safe_url(url)
+        self._conninfo = url
+        self._pool = AsyncConnectionPool(
+            url, min_size=pool_min, max_size=pool_max, kwargs={"autocommit": True}, open=False
+        )
+        self._ready = False
+        self._opening = asyncio.Lock()
+        self._listener: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresStore:
+        from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+        parts = urlsplit(url)
+        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        pool = {name: int(options.pop(name)) for name in ("pool_min", "pool_max") if name in options}
+        scheme = "postgresql" if parts.scheme in ("postgres", "postgresql") else parts.scheme
+        return cls(urlunsplit((scheme, parts.netloc, parts.path, urlencode(options), "")), **pool)
+
+    async def _open(self) -> None:
+        import psycopg
+
+        async with self._opening:
+            if self._ready:
+                return
+            try:
+                await self._pool.open(wait=True, timeout=10)
+                async with self._pool.connection() as conn:
+                    await _migrate(conn)
+            except (psycopg.Error, TimeoutError) as exc:
+                await self._pool.close()
+                from psycopg_pool import AsyncConnectionPool
+
+                self._pool = AsyncConnectionPool(
+                    self._conninfo,
+                    min_size=self._pool.min_size,
+                    max_size=self._pool.max_size,
+                    kwargs={"autocommit": True},
+                    open=False,
+                )
+                raise StoreUnavailable(f"the store at {self.url} cannot be used: {_reason(exc)}") from None
+            self._ready = True
+
+    async def check(self) -> None:
+        """Connect and migrate now: a clear error at start, naming the store without its password."""
+        await self._open()
+
+    async def _fetch(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        if not self._ready:
+            await self._open()
+        try:
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(sql, params)
+                return await cursor.fetchall() if cursor.description else []
+        except psycopg.errors.UniqueViolation:
+            raise
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"the store at {self.url} cannot be reached: {_reason(exc)}") from None
+
+    async def _write(self, sql: str, params: dict[str, Any], run_id: str) -> int | None:
+        """One write statement; the run's new last seq, or None when the fence let nothing through."""
+        import psycopg
+
+        try:
+            rows = await self._fetch(sql, params)
+        except psycopg.errors.UniqueViolation as exc:
+            if exc.diag.table_name == "agent_unit_runs":
+                raise RunConflict(f"run {run_id} already exists") from None
+            raise RunConflict(f"run {run_id} already has a journal entry for one of {params['keys']}") from None
+        return int(rows[0][0]) if rows else None
+
+    # runs
+
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        params = {**_writes(record.id, (), events), **_columns(record)}
+        seq = await self._write(_CREATE, params, record.id)
+        return seq or 0
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        rows = await self._fetch(f"SELECT {_COLUMNS} FROM agent_unit_runs WHERE id = %s", (run_id,))
+        return run_from_row(rows[0]) if rows else None
+
+    async def save_run(
+        self,
+        record: RunRecord,
+        *,
+        expected_version: int,
+        journal: Sequence[JournalEntry] = (),
+        events: Sequence[str] = (),
+    ) -> int:
+        params = {**_writes(record.id, journal, events), **_columns(record), "expected": expected_version}
+        seq = await self._write(_SAVE, params, record.id)
+        if seq is None:
+            if not await self._fetch("SELECT 1 FROM agent_unit_runs WHERE id = %s", (record.id,)):
+                raise RunNotFound(f"run {record.id} does not exist")
+            raise RunConflict(f"run {record.id} was changed by someone else: read it again and retry")
+        return seq
+
+    async def append(
+        self, run_id: str, *, owner: str, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
+    ) -> int:
+        seq = await self._write(_APPEND, {**_writes(run_id, journal, events), "owner": owner}, run_id)
+        if seq is None:
+            raise LeaseLost(f"run {run_id} is no longer held by this executor")
+        return seq
+
+    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
+        rows = await self._fetch(
+            "UPDATE agent_unit_runs SET lease_expires = %(expires)s, due_at = %(expires)s, version = version + 1 "
+            "WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running' RETURNING version",
+            {"id": run_id, "owner": owner, "expires": expires},
+        )
+        return int(rows[0][0]) if rows else None
+
+    async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
+        rows = await self._fetch("SELECT key, value, error, meta FROM agent_unit_journal WHERE run_id = %s", (run_id,))
+        return {row[0]: journal_from_row(*row) for row in rows}
+
+    async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        rows = await self._fetch(
+            "SELECT seq, data FROM agent_unit_events WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (run_id, after, limit),
+        )
+        return [StoredEvent(int(seq), data) for seq, data in rows]
+
+    async def last_seq(self, run_id: str) -> int:
+        rows = await self._fetch("SELECT seq FROM agent_unit_runs WHERE id = %s", (run_id,))
+        return int(rows[0][0]) if rows else 0
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        agent: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        where: list[str] = []
+        params: list[Any] = []
+        for condition, value in (
+            ("status = %s", status),
+            ("agent = %s", agent),
+            ("thread_id = %s", thread_id),
+            ("id < %s", cursor),
+        ):
+            if value is not None:
+                where.append(condition)
+                params.append(str(value))
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._fetch(
+            f"SELECT {_COLUMNS} FROM agent_unit_runs {clause} ORDER BY id DESC LIMIT %s", (*params, limit + 1)
+        )
+        runs = [run_from_row(row) for row in rows[:limit]]
+        return RunPage(runs, runs[-1].id if len(rows) > limit else None)
+
+    async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
+        rows = await self._fetch(
+            f"SELECT {_COLUMNS} FROM agent_unit_runs WHERE due_at <= %s ORDER BY due_at LIMIT %s", (before, limit)
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def delete_run(self, run_id: str) -> bool:
+        rows = await self._fetch(
+            "WITH gone AS (DELETE FROM agent_unit_runs WHERE id = %(id)s RETURNING id), "
+            "journal AS (DELETE FROM agent_unit_journal WHERE run_id = %(id)s), "
+            "events AS (DELETE FROM agent_unit_events WHERE run_id = %(id)s) "
+            "SELECT count(*) FROM gone",
+            {"id": run_id},
+        )
+        return bool(rows and rows[0][0])
+
+    # state
+
+    async def get_state(self, scope: str, key: str) -> str | None:
+        rows = await self._fetch("SELECT value FROM agent_unit_state WHERE scope = %s AND key = %s", (scope, key))
+        return rows[0][0] if rows else None
+
+    async def set_state(self, scope: str, key: str, value: str) -> None:
+        await self._fetch(
+            "INSERT INTO agent_unit_state (scope, key, value) VALUES (%s, %s, %s) "
+            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value",
+            (scope, key, value),
+        )
+
+    async def delete_state(self, scope: str, key: str) -> None:
+        await self._fetch("DELETE FROM agent_unit_state WHERE scope = %s AND key = %s", (scope, key))
+
+    # live tails
+
+    def watch(self, notify: Callable[[str], None]) -> None:
+        """Call ``notify(run_id)`` whenever any process stores events (LISTEN/NOTIFY), until closed."""
+        if self._listener is None:
+            self._listener = asyncio.get_running_loop().create_task(self._listen(notify))
+
+    async def _listen(self, notify: Callable[[str], None]) -> None:
+        import psycopg
+
+        delay = 0.1
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                async with conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    delay = 0.1
+                    async for message in conn.notifies():
+                        notify(message.payload)
+            except (psycopg.Error, OSError) as exc:  # the server went away: readers poll until it is back
+                log.warning("live tail from %s lost (%s); reconnecting", self.url, type(exc).__name__)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        await self._pool.close()
+
+
+async def _migrate(conn: Any) -> None:
+    """Bring the schema up to date; with nothing to do, one read and no lock."""
+
+    async def applied() -> int:
+        cursor = await conn.execute("SELECT to_regclass('agent_unit_migrations') IS NOT NULL")
+        row = await cursor.fetchone()
+        if not row[0]:
+            return 0
+        cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM agent_unit_migrations")
+        return int((await cursor.fetchone())[0])
+
+    if await applied() >= len(MIGRATIONS):
+        return
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS agent_unit_migrations "
+            "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = await applied()  # another process may have migrated while we waited for the lock
+        for version, sql in enumerate(MIGRATIONS[done:], done + 1):
+            await conn.execute(sql)
+            await conn.execute("INSERT INTO agent_unit_migrations (version) VALUES (%s)", (version,))
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's reason, first line only, without the connection string."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text

@@ -1,0 +1,396 @@
+"""``redis://`` (and ``rediss://``): many processes over one Redis or Valkey, exact.
+
+Every write that must be atomic is one Lua script, which Redis runs with nothing else in
+between: the compare-and-set on ``version``, the lease fence, the journal's one-entry-per-key
+rule and seq minting all happen inside it, never as a read followed by a write. A run is a
+hash (the codec's columns, plus its last ``seq``); its journal a hash; its events a sorted
+set scored by seq. Sorted sets index the runs by id (newest first), status, agent and
+thread, and by ``due_at`` for the sweep. Every script that stores events publishes the run's
+id, so a reader in another process wakes at once.
+
+Keys share a prefix (``?prefix=``, default ``agent-unit:``). A script names keys it builds
+from that prefix, so this store needs a single Redis (or Valkey) server, not a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+from ..errors import LeaseLost, RunConflict, RunNotFound
+from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from ._codec import run_from_row, run_row
+from ._url import StoreUnavailable, safe_url
+
+__all__ = ["RedisStore"]
+
+log = logging.getLogger("agent_unit.stores.redis")
+
+_FIELDS = ("agent", "thread_id", "status", "version", "lease_owner", "lease_expires", "due_at", "data")
+
+_PRELUDE = """
+local p, id = ARGV[1], ARGV[2]
+local run, journal, events = KEYS[1], KEYS[2], KEYS[3]
+
+local function taken(first)
+  for k = 0, tonumber(ARGV[first]) - 1 do
+    local key = ARGV[first + 1 + 2 * k]
+    if redis.call('HEXISTS', journal, key) == 1 then return key end
+  end
+  return nil
+end
+
+local function write(first)
+  local n = tonumber(ARGV[first])
+  for k = 0, n - 1 do
+    redis.call('HSET', journal, ARGV[first + 1 + 2 * k], ARGV[first + 2 + 2 * k])
+  end
+  local at = first + 1 + 2 * n
+  local count = tonumber(ARGV[at])
+  local seq = tonumber(redis.call('HGET', run, 'seq') or '0')
+  for k = 1, count do
+    seq = seq + 1
+    redis.call('ZADD', events, seq, seq .. ':' .. ARGV[at + k])
+  end
+  if count > 0 then
+    redis.call('HSET', run, 'seq', seq)
+    redis.call('PUBLISH', p .. 'tail', id)
+  end
+  return seq
+end
+
+local function due(at)
+  if at == '' then redis.call('ZREM', p .. 'due', id) else redis.call('ZADD', p .. 'due', at, id) end
+end
+"""
+
+# ARGV: prefix, id, agent, thread_id, status, version, lease_owner, lease_expires, due_at, data, 0, n, events...
+_CREATE = (
+    _PRELUDE
+    + """
+if redis.call('EXISTS', run) == 1 then return {1} end
+redis.call('HSET', run, 'agent', ARGV[3], 'thread_id', ARGV[4], 'status', ARGV[5], 'version', ARGV[6],
+  'lease_owner', ARGV[7], 'lease_expires', ARGV[8], 'due_at', ARGV[9], 'data', ARGV[10], 'seq', 0)
+redis.call('ZADD', p .. 'runs', 0, id)
+redis.call('ZADD', p .. 'agent:' .. ARGV[3], 0, id)
+redis.call('ZADD', p .. 'thread:' .. ARGV[4], 0, id)
+redis.call('ZADD', p .. 'status:' .. ARGV[5], 0, id)
+due(ARGV[9])
+return {0, write(11)}
+"""
+)
+
+# ARGV: prefix, id, expected_version, status, lease_owner, lease_expires, due_at, data, journal..., events...
+_SAVE = (
+    _PRELUDE
+    + """
+local found = redis.call('HMGET', run, 'version', 'status')
+if not found[1] then return {1} end
+if found[1] ~= ARGV[3] then return {2} end
+local key = taken(9)
+if key then return {3, key} end
+redis.call('HSET', run, 'version', tonumber(ARGV[3]) + 1, 'status', ARGV[4], 'lease_owner', ARGV[5],
+  'lease_expires', ARGV[6], 'due_at', ARGV[7], 'data', ARGV[8])
+if found[2] ~= ARGV[4] then
+  redis.call('ZREM', p .. 'status:' .. found[2], id)
+  redis.call('ZADD', p .. 'status:' .. ARGV[4], 0, id)
+end
+due(ARGV[7])
+return {0, write(9)}
+"""
+)
+
+# ARGV: prefix, id, owner, journal..., events...
+_APPEND = (
+    _PRELUDE
+    + """
+local found = redis.call('HMGET', run, 'lease_owner', 'status')
+if found[1] ~= ARGV[3] or found[2] ~= 'running' then return {4} end
+local key = taken(4)
+if key then return {3, key} end
+return {0, write(4)}
+"""
+)
+
+# ARGV: prefix, id, owner, expires
+_RENEW = (
+    _PRELUDE
+    + """
+local found = redis.call('HMGET', run, 'lease_owner', 'status')
+if found[1] ~= ARGV[3] or found[2] ~= 'running' then return {4} end
+redis.call('HSET', run, 'lease_expires', ARGV[4], 'due_at', ARGV[4])
+due(ARGV[4])
+return {0, redis.call('HINCRBY', run, 'version', 1)}
+"""
+)
+
+# ARGV: prefix, id
+_DELETE = (
+    _PRELUDE
+    + """
+local found = redis.call('HMGET', run, 'agent', 'thread_id', 'status')
+if not found[1] then return {1} end
+redis.call('DEL', run, journal, events)
+redis.call('ZREM', p .. 'runs', id)
+redis.call('ZREM', p .. 'agent:' .. found[1], id)
+redis.call('ZREM', p .. 'thread:' .. found[2], id)
+redis.call('ZREM', p .. 'status:' .. found[3], id)
+redis.call('ZREM', p .. 'due', id)
+return {0}
+"""
+)
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def _entries(journal: Sequence[JournalEntry]) -> list[str]:
+    args = [str(len(journal))]
+    for entry in journal:
+        args += [entry.key, json.dumps([entry.value, entry.error, entry.meta], separators=(",", ":"))]
+    return args
+
+
+def _events(events: Sequence[str]) -> list[str]:
+    return [str(len(events)), *events]
+
+
+class RedisStore:
+    """``redis://[:password@]host:6379/0?prefix=agent-unit:`` (``rediss://`` for TLS)."""
+
+    def __init__(self, url: str, *, prefix: str = "agent-unit:") -> None:
+        import redis.asyncio as redis
+
+        self.url = safe_url(url)
+        self._prefix = prefix
+        self._redis = redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+        self._scripts = {
+            name: self._redis.register_script(source)
+            for name, source in (
+                ("create", _CREATE),
+                ("save", _SAVE),
+                ("append", _APPEND),
+                ("renew", _RENEW),
+                ("delete", _DELETE),
+            )
+        }
+        self._listener: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisStore:
+        parts = urlsplit(url)
+        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        prefix = options.pop("prefix", "agent-unit:")
+        rest = urlencode(options)
+        return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, rest, "")), prefix=prefix)
+
+    def _keys(self, run_id: str) -> list[str]:
+        p = self._prefix
+        return [f"{p}run:{run_id}", f"{p}journal:{run_id}", f"{p}events:{run_id}"]
+
+    async def _call(self, script: str, run_id: str, args: list[str]) -> list[Any]:
+        from redis.exceptions import AuthenticationError, ConnectionError, TimeoutError
+
+        try:
+            return list(await self._scripts[script](keys=self._keys(run_id), args=[self._prefix, run_id, *args]))
+        except (ConnectionError, TimeoutError, AuthenticationError) as exc:
+            raise StoreUnavailable(f"the store at {self.url} cannot be reached: {type(exc).__name__}") from None
+
+    async def check(self) -> None:
+        """One round trip: a clear error now, naming the store, instead of on the first request."""
+        from redis.exceptions import RedisError
+
+        try:
+            await self._redis.ping()
+        except RedisError as exc:
+            raise StoreUnavailable(f"the store at {self.url} cannot be used: {exc}") from None
+
+    # runs
+
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        _, agent, thread_id, status, version, owner, expires, due_at, data = run_row(record)
+        args = [agent, thread_id, status, str(version), owner or "", _number(expires), _number(due_at), data]
+        result = await self._call("create", record.id, [*args, "0", *_events(events)])
+        if result[0] == 1:
+            raise RunConflict(f"run {record.id} already exists")
+        return int(result[1])
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        found = await self._redis.hmget(self._keys(run_id)[0], _FIELDS)
+        return _record(run_id, found)
+
+    async def save_run(
+        self,
+        record: RunRecord,
+        *,
+        expected_version: int,
+        journal: Sequence[JournalEntry] = (),
+        events: Sequence[str] = (),
+    ) -> int:
+        _, _, _, status, _, owner, expires, due_at, data = run_row(record)
+        args = [str(expected_version), status, owner or "", _number(expires), _number(due_at), data]
+        result = await self._call("save", record.id, [*args, *_entries(journal), *_events(events)])
+        return self._outcome(record.id, result)
+
+    async def append(
+        self, run_id: str, *, owner: str, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
+    ) -> int:
+        result = await self._call("append", run_id, [owner, *_entries(journal), *_events(events)])
+        return self._outcome(run_id, result)
+
+    @staticmethod
+    def _outcome(run_id: str, result: list[Any]) -> int:
+        code = result[0]
+        if code == 0:
+            return int(result[1])
+        if code == 1:
+            raise RunNotFound(f"run {run_id} does not exist")
+        if code == 2:
+            raise RunConflict(f"run {run_id} was changed by someone else: read it again and retry")
+        if code == 3:
+            raise RunConflict(f"run {run_id} already has a journal entry for {result[1]}")
+        raise LeaseLost(f"run {run_id} is no longer held by this executor")
+
+    async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
+        result = await self._call("renew", run_id, [owner, repr(expires)])
+        return int(result[1]) if result[0] == 0 else None
+
+    async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
+        found = await self._redis.hgetall(self._keys(run_id)[1])
+        journal = {}
+        for key, text in found.items():
+            value, error, meta = json.loads(text)
+            journal[key] = JournalEntry(key, value, error, meta)
+        return journal
+
+    async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        members = await self._redis.zrangebyscore(
+            self._keys(run_id)[2], f"({after}", "+inf", start=0 if limit is not None else None, num=limit
+        )
+        stored = []
+        for member in members:
+            seq, _, data = member.partition(":")
+            stored.append(StoredEvent(int(seq), data))
+        return stored
+
+    async def last_seq(self, run_id: str) -> int:
+        return int(await self._redis.hget(self._keys(run_id)[0], "seq") or 0)
+
+    async def _load_many(self, run_ids: Sequence[str]) -> list[RunRecord]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for run_id in run_ids:
+                pipe.hmget(self._keys(run_id)[0], _FIELDS)
+            rows = await pipe.execute()
+        return [record for run_id, row in zip(run_ids, rows, strict=True) if (record := _record(run_id, row))]
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        agent: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        p = self._prefix
+        # Read the narrowest index; check the other conditions on the records.
+        if thread_id is not None:
+            index = f"{p}thread:{thread_id}"
+        elif agent is not None:
+            index = f"{p}agent:{agent}"
+        elif status is not None:
+            index = f"{p}status:{status}"
+        else:
+            index = f"{p}runs"
+        found: list[RunRecord] = []
+        upper = f"({cursor}" if cursor else "+"
+        while len(found) <= limit:
+            ids = await self._redis.zrevrangebylex(index, upper, "-", start=0, num=max(limit + 1, 50))
+            if not ids:
+                break
+            for record in await self._load_many(ids):
+                if (
+                    (status is None or record.status == status)
+                    and (agent is None or record.agent == agent)
+                    and (thread_id is None or record.thread_id == thread_id)
+                ):
+                    found.append(record)
+            upper = f"({ids[-1]}"
+        runs = found[:limit]
+        return RunPage(runs, runs[-1].id if len(found) > limit else None)
+
+    async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
+        ids = await self._redis.zrangebyscore(f"{self._prefix}due", "-inf", repr(before), start=0, num=limit)
+        records = await self._load_many(ids)
+        return sorted(records, key=lambda record: record.due_at or 0.0)
+
+    async def delete_run(self, run_id: str) -> bool:
+        return (await self._call("delete", run_id, []))[0] == 0
+
+    # state
+
+    async def get_state(self, scope: str, key: str) -> str | None:
+        value: str | None = await self._redis.hget(f"{self._prefix}state:{scope}", key)
+        return value
+
+    async def set_state(self, scope: str, key: str, value: str) -> None:
+        await self._redis.hset(f"{self._prefix}state:{scope}", key, value)
+
+    async def delete_state(self, scope: str, key: str) -> None:
+        await self._redis.hdel(f"{self._prefix}state:{scope}", key)
+
+    # live tails
+
+    def watch(self, notify: Callable[[str], None]) -> None:
+        """Call ``notify(run_id)`` whenever any process stores events (Redis pub/sub), until closed."""
+        if self._listener is None:
+            self._listener = asyncio.get_running_loop().create_task(self._listen(notify))
+
+    async def _listen(self, notify: Callable[[str], None]) -> None:
+        from redis.exceptions import RedisError
+
+        delay = 0.1
+        while True:
+            try:
+                async with self._redis.pubsub(ignore_subscribe_messages=True) as pubsub:
+                    await pubsub.subscribe(f"{self._prefix}tail")
+                    delay = 0.1
+                    async for message in pubsub.listen():
+                        notify(message["data"])
+            except (RedisError, OSError) as exc:  # the server went away: readers poll until it is back
+                log.warning("live tail from %s lost (%s); reconnecting", self.url, type(exc).__name__)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        await self._redis.aclose()
+
+
+def _record(run_id: str, row: Sequence[str | None]) -> RunRecord | None:
+    agent, thread_id, status, version, owner, expires, due_at, data = row
+    if agent is None:
+        return None
+    return run_from_row(
+        (
+            run_id,
+            agent,
+            thread_id,
+            status,
+            int(version or 0),
+            owner or None,
+            float(expires) if expires else None,
+            float(due_at) if due_at else None,
+            data,
+        )
+    )

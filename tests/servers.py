@@ -1,0 +1,151 @@
+"""Real Redis and PostgreSQL servers for the tests, started on loopback ports from the installed binaries.
+
+``.ci/run`` installs them (apt-get). Without a binary a test is skipped locally and fails
+under ``CI=true``: the shared stores are never silently left untested in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from .server import free_port
+
+__all__ = ["PostgresServer", "RedisServer", "missing"]
+
+
+def missing(what: str) -> None:
+    message = f"{what} is not installed: .ci/run installs it with apt-get"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _binary(name: str, *extra: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    for folder in extra:
+        for candidate in sorted(Path("/").glob(folder.lstrip("/")), reverse=True):
+            if (candidate / name).exists():
+                return str(candidate / name)
+    return None
+
+
+class RedisServer:
+    """``redis-server`` without persistence, on a free port; ``restart()`` keeps nothing (like a crash)."""
+
+    def __init__(self) -> None:
+        binary = _binary("redis-server") or _binary("valkey-server")
+        if binary is None:
+            missing("redis-server")
+        self.binary = str(binary)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, password: str | None = None, keep_data: Path | None = None) -> RedisServer:
+        self.password = password
+        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        if keep_data is None:
+            args += ["--appendonly", "no"]
+        else:  # an append-only file, so a restart keeps what was written
+            args += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(keep_data)]
+        if password:
+            args += ["--requirepass", password]
+        self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_port(self.port, self._process, "redis-server")
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self._process is not None:
+            self._process.send_signal(sig)
+            self._process.wait(timeout=20)
+            self._process = None
+
+
+class PostgresServer:
+    """A PostgreSQL cluster in a temporary folder, on a free port, trusting local connections."""
+
+    def __init__(self) -> None:
+        initdb = _binary("initdb", "/usr/lib/postgresql/*/bin")
+        if initdb is None:
+            missing("PostgreSQL (initdb)")
+        self.bin = Path(str(initdb)).parent
+        self.port = free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="agent-unit-pg-"))
+        self.data = self.folder / "data"
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._user = None
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+            self._user = "nobody"
+            os.chmod(self.folder, 0o777)
+        subprocess.run(
+            [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            user=self._user,
+        )
+
+    def start(self) -> PostgresServer:
+        self._process = subprocess.Popen(
+            [
+                str(self.bin / "postgres"),
+                "-D",
+                str(self.data),
+                "-p",
+                str(self.port),
+                "-h",
+                "127.0.0.1",
+                "-k",
+                str(self.folder),
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=200",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            user=self._user,
+        )
+        _wait_for_port(self.port, self._process, "postgres")
+        return self
+
+    def stop(self, sig: int = signal.SIGINT) -> None:
+        if self._process is not None:
+            self._process.send_signal(sig)
+            self._process.wait(timeout=30)
+            self._process = None
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before it listened on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not listen on {port} within {timeout} s") from None
+            time.sleep(0.05)
