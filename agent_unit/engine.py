@@ -30,7 +30,7 @@ from .agent import Agent
 from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
 from .durations import Duration, parse_duration
-from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
+from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound, StoreUnavailable
 from .execution import Execution
 from .ids import new_id
 from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
@@ -463,7 +463,11 @@ class RunEngine:
             async with execution.lock:  # never cancelled in here (see _stop_renewal)
                 if execution.stopping:
                     return
-                version = await self.store.renew_lease(record.id, owner=self.owner, expires=expires)
+                try:
+                    version = await self.store.renew_lease(record.id, owner=self.owner, expires=expires)
+                except StoreUnavailable:  # try again next time; the lease fence guards the gap
+                    log.warning("renewing the lease of run %s failed: the store is unavailable", record.id)
+                    continue
                 if version is not None:
                     record.version = version
                     record.lease_expires = record.due_at = expires

@@ -25,6 +25,7 @@ __all__ = [
     "RunNotFound",
     "StepResultError",
     "Unauthorized",
+    "StoreUnavailable",
     "UnsupportedMediaType",
 ]
 
@@ -127,6 +128,12 @@ class Forbidden(AgentUnitError):
 
 class PayloadTooLarge(AgentUnitError):
     code, status = "payload_too_large", 413
+
+
+class StoreUnavailable(AgentUnitError):
+    """The store cannot be reached, or refused us (a wrong password); the message names it without secrets."""
+
+    code, status = "store_unavailable", 503
 
 
 class UnsupportedMediaType(AgentUnitError):

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .errors import LeaseLost
+from .errors import LeaseLost, StoreUnavailable
 from .events import EventBuffer
 from .records import JournalEntry, RunRecord
 from .run import Cancelled, Yielded
@@ -94,7 +94,9 @@ class Execution:
                 await self.store.append(
                     self.record.id, owner=self.owner, journal=(entry,), events=self.events.drain(*events)
                 )
-            except LeaseLost:
+            except (LeaseLost, StoreUnavailable):
+                # Lost, or the store is out of reach: stop here and save nothing. The lease lapses
+                # and a sweep (here or anywhere) recovers the run from its journal.
                 self.signal.set()
                 raise Cancelled() from None
         self._notify(self.record.id)
@@ -129,7 +131,7 @@ class Execution:
             if self.events and not self.signal.is_set():
                 try:
                     await self.store.append(self.record.id, owner=self.owner, events=self.events.drain())
-                except LeaseLost:
+                except (LeaseLost, StoreUnavailable):  # as in commit: the run is recovered from its journal
                     self.signal.set()
                     return
         self._notify(self.record.id)

@@ -96,7 +96,7 @@ class Yielded(Park):
 
 
 class Cancelled(Park):
-    """The run was cancelled, or this process lost its lease."""
+    """The run was cancelled, or this process lost its lease (or its store): it saves nothing more."""
 
 
 # -- steps --------------------------------------------------------------------------------

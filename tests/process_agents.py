@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 from agent_unit import Run, StepContext, define_agent
@@ -50,4 +51,13 @@ async def nap(input: int, run: Run) -> str:
     return "awake"
 
 
-AGENTS = {"crashable": crashable, "approval": approval, "nap": nap}
+@define_agent
+async def ticker(input: int, run: Run) -> int:
+    """Emits ``input`` CUSTOM events, each with the moment it was emitted, 20 ms apart."""
+    for i in range(input):
+        await run.emit("tick", {"i": i, "at": time.time()})
+        await asyncio.sleep(0.02)
+    return input
+
+
+AGENTS = {"crashable": crashable, "approval": approval, "nap": nap, "ticker": ticker}

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import AgentUnitError
+from ..errors import StoreUnavailable
 
 __all__ = ["StoreUnavailable", "safe_url"]
-
-
-class StoreUnavailable(AgentUnitError):
-    """The store cannot be reached or refused us (unreachable, wrong password); the message names it safely."""
-
-    code, status = "store_unavailable", 503
 
 
 def safe_url(url: str) -> str:

@@ -155,7 +155,7 @@ class PostgresStore:
         self.url = safe_url(url)
         self._conninfo = url
         self._pool = AsyncConnectionPool(
-            url, min_size=pool_min, max_size=pool_max, kwargs={"autocommit": True}, open=False
+            url, min_size=pool_min, max_size=pool_max, kwargs={"autocommit": True}, open=False, timeout=5
         )
         self._ready = False
         self._opening = asyncio.Lock()
@@ -191,6 +191,7 @@ class PostgresStore:
                     max_size=self._pool.max_size,
                     kwargs={"autocommit": True},
                     open=False,
+                    timeout=5,
                 )
                 raise StoreUnavailable(f"the store at {self.url} cannot be used: {_reason(exc)}") from None
             self._ready = True
@@ -199,19 +200,25 @@ class PostgresStore:
         """Connect and migrate now: a clear error at start, naming the store without its password."""
         await self._open()
 
-    async def _fetch(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    async def _fetch(self, sql: str, params: Any = None, *, read: bool = False) -> list[tuple[Any, ...]]:
+        """One statement on a pooled connection. A read is tried again once: after a server
+        restart the pooled connections are dead, and the pool replaces them. A write is not: its
+        reply may have been lost after it committed, so it fails as StoreUnavailable and the run
+        is recovered from its journal."""
         import psycopg
 
         if not self._ready:
             await self._open()
-        try:
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(sql, params)
-                return await cursor.fetchall() if cursor.description else []
-        except psycopg.errors.UniqueViolation:
-            raise
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"the store at {self.url} cannot be reached: {_reason(exc)}") from None
+        for attempt in (1, 2):
+            try:
+                async with self._pool.connection() as conn:
+                    cursor = await conn.execute(sql, params)
+                    return await cursor.fetchall() if cursor.description else []
+            except psycopg.OperationalError as exc:
+                await self._pool.check()  # drop the dead connections now, not one failure at a time
+                if not read or attempt == 2:
+                    raise StoreUnavailable(f"the store at {self.url} cannot be reached: {_reason(exc)}") from None
+        raise AssertionError("unreachable")
 
     async def _write(self, sql: str, params: dict[str, Any], run_id: str) -> int | None:
         """One write statement; the run's new last seq, or None when the fence let nothing through."""
@@ -233,7 +240,7 @@ class PostgresStore:
         return seq or 0
 
     async def load_run(self, run_id: str) -> RunRecord | None:
-        rows = await self._fetch(f"SELECT {_COLUMNS} FROM agent_unit_runs WHERE id = %s", (run_id,))
+        rows = await self._fetch(f"SELECT {_COLUMNS} FROM agent_unit_runs WHERE id = %s", (run_id,), read=True)
         return run_from_row(rows[0]) if rows else None
 
     async def save_run(
@@ -247,7 +254,7 @@ class PostgresStore:
         params = {**_writes(record.id, journal, events), **_columns(record), "expected": expected_version}
         seq = await self._write(_SAVE, params, record.id)
         if seq is None:
-            if not await self._fetch("SELECT 1 FROM agent_unit_runs WHERE id = %s", (record.id,)):
+            if not await self._fetch("SELECT 1 FROM agent_unit_runs WHERE id = %s", (record.id,), read=True):
                 raise RunNotFound(f"run {record.id} does not exist")
             raise RunConflict(f"run {record.id} was changed by someone else: read it again and retry")
         return seq
@@ -269,18 +276,21 @@ class PostgresStore:
         return int(rows[0][0]) if rows else None
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
-        rows = await self._fetch("SELECT key, value, error, meta FROM agent_unit_journal WHERE run_id = %s", (run_id,))
+        rows = await self._fetch(
+            "SELECT key, value, error, meta FROM agent_unit_journal WHERE run_id = %s", (run_id,), read=True
+        )
         return {row[0]: journal_from_row(*row) for row in rows}
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         rows = await self._fetch(
             "SELECT seq, data FROM agent_unit_events WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
             (run_id, after, limit),
+            read=True,
         )
         return [StoredEvent(int(seq), data) for seq, data in rows]
 
     async def last_seq(self, run_id: str) -> int:
-        rows = await self._fetch("SELECT seq FROM agent_unit_runs WHERE id = %s", (run_id,))
+        rows = await self._fetch("SELECT seq FROM agent_unit_runs WHERE id = %s", (run_id,), read=True)
         return int(rows[0][0]) if rows else 0
 
     async def list_runs(
@@ -305,14 +315,18 @@ class PostgresStore:
                 params.append(str(value))
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         rows = await self._fetch(
-            f"SELECT {_COLUMNS} FROM agent_unit_runs {clause} ORDER BY id DESC LIMIT %s", (*params, limit + 1)
+            f"SELECT {_COLUMNS} FROM agent_unit_runs {clause} ORDER BY id DESC LIMIT %s",
+            (*params, limit + 1),
+            read=True,
         )
         runs = [run_from_row(row) for row in rows[:limit]]
         return RunPage(runs, runs[-1].id if len(rows) > limit else None)
 
     async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
         rows = await self._fetch(
-            f"SELECT {_COLUMNS} FROM agent_unit_runs WHERE due_at <= %s ORDER BY due_at LIMIT %s", (before, limit)
+            f"SELECT {_COLUMNS} FROM agent_unit_runs WHERE due_at <= %s ORDER BY due_at LIMIT %s",
+            (before, limit),
+            read=True,
         )
         return [run_from_row(row) for row in rows]
 
@@ -329,7 +343,9 @@ class PostgresStore:
     # state
 
     async def get_state(self, scope: str, key: str) -> str | None:
-        rows = await self._fetch("SELECT value FROM agent_unit_state WHERE scope = %s AND key = %s", (scope, key))
+        rows = await self._fetch(
+            "SELECT value FROM agent_unit_state WHERE scope = %s AND key = %s", (scope, key), read=True
+        )
         return rows[0][0] if rows else None
 
     async def set_state(self, scope: str, key: str, value: str) -> None:

@@ -18,8 +18,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
@@ -30,6 +30,8 @@ from ._url import StoreUnavailable, safe_url
 __all__ = ["RedisStore"]
 
 log = logging.getLogger("agent_unit.stores.redis")
+
+T = TypeVar("T")
 
 _FIELDS = ("agent", "thread_id", "status", "version", "lease_owner", "lease_expires", "due_at", "data")
 
@@ -169,7 +171,12 @@ class RedisStore:
 
         self.url = safe_url(url)
         self._prefix = prefix
-        self._redis = redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        # No blind retries: a write whose reply was lost may have landed, so it fails as
+        # StoreUnavailable (the run is recovered from its journal); reads retry once in _read.
+        self._redis = redis.Redis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0))
         self._scripts = {
             name: self._redis.register_script(source)
             for name, source in (
@@ -194,22 +201,39 @@ class RedisStore:
         p = self._prefix
         return [f"{p}run:{run_id}", f"{p}journal:{run_id}", f"{p}events:{run_id}"]
 
-    async def _call(self, script: str, run_id: str, args: list[str]) -> list[Any]:
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Connection trouble (refused, timed out, a wrong password) as one error naming the store safely."""
         from redis.exceptions import AuthenticationError, ConnectionError, TimeoutError
 
         try:
-            return list(await self._scripts[script](keys=self._keys(run_id), args=[self._prefix, run_id, *args]))
-        except (ConnectionError, TimeoutError, AuthenticationError) as exc:
+            yield
+        except AuthenticationError:
+            raise StoreUnavailable(f"the store at {self.url} refused the password: check the URL") from None
+        except (ConnectionError, TimeoutError, OSError) as exc:
             raise StoreUnavailable(f"the store at {self.url} cannot be reached: {type(exc).__name__}") from None
+
+    async def _read(self, read: Callable[[], Awaitable[T]]) -> T:
+        """A read, tried again once on a fresh connection (after a server restart the pooled one is dead)."""
+        from redis.exceptions import AuthenticationError, ConnectionError, TimeoutError
+
+        try:
+            return await read()
+        except AuthenticationError:
+            pass  # the same answer again: report it below
+        except (ConnectionError, TimeoutError, OSError):
+            pass
+        with self._reachable():
+            return await read()
+
+    async def _call(self, script: str, run_id: str, args: list[str]) -> list[Any]:
+        with self._reachable():
+            return list(await self._scripts[script](keys=self._keys(run_id), args=[self._prefix, run_id, *args]))
 
     async def check(self) -> None:
         """One round trip: a clear error now, naming the store, instead of on the first request."""
-        from redis.exceptions import RedisError
-
-        try:
+        with self._reachable():
             await self._redis.ping()
-        except RedisError as exc:
-            raise StoreUnavailable(f"the store at {self.url} cannot be used: {exc}") from None
 
     # runs
 
@@ -222,7 +246,7 @@ class RedisStore:
         return int(result[1])
 
     async def load_run(self, run_id: str) -> RunRecord | None:
-        found = await self._redis.hmget(self._keys(run_id)[0], _FIELDS)
+        found = await self._read(lambda: self._redis.hmget(self._keys(run_id)[0], _FIELDS))
         return _record(run_id, found)
 
     async def save_run(
@@ -262,7 +286,7 @@ class RedisStore:
         return int(result[1]) if result[0] == 0 else None
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
-        found = await self._redis.hgetall(self._keys(run_id)[1])
+        found = await self._read(lambda: self._redis.hgetall(self._keys(run_id)[1]))
         journal = {}
         for key, text in found.items():
             value, error, meta = json.loads(text)
@@ -270,8 +294,10 @@ class RedisStore:
         return journal
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        members = await self._redis.zrangebyscore(
-            self._keys(run_id)[2], f"({after}", "+inf", start=0 if limit is not None else None, num=limit
+        members = await self._read(
+            lambda: self._redis.zrangebyscore(
+                self._keys(run_id)[2], f"({after}", "+inf", start=0 if limit is not None else None, num=limit
+            )
         )
         stored = []
         for member in members:
@@ -280,13 +306,16 @@ class RedisStore:
         return stored
 
     async def last_seq(self, run_id: str) -> int:
-        return int(await self._redis.hget(self._keys(run_id)[0], "seq") or 0)
+        return int(await self._read(lambda: self._redis.hget(self._keys(run_id)[0], "seq")) or 0)
 
     async def _load_many(self, run_ids: Sequence[str]) -> list[RunRecord]:
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for run_id in run_ids:
-                pipe.hmget(self._keys(run_id)[0], _FIELDS)
-            rows = await pipe.execute()
+        async def load() -> list[Any]:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for run_id in run_ids:
+                    pipe.hmget(self._keys(run_id)[0], _FIELDS)
+                return list(await pipe.execute())
+
+        rows = await self._read(load)
         return [record for run_id, row in zip(run_ids, rows, strict=True) if (record := _record(run_id, row))]
 
     async def list_runs(
@@ -311,7 +340,9 @@ class RedisStore:
         found: list[RunRecord] = []
         upper = f"({cursor}" if cursor else "+"
         while len(found) <= limit:
-            ids = await self._redis.zrevrangebylex(index, upper, "-", start=0, num=max(limit + 1, 50))
+            ids = await self._read(
+                lambda upper=upper: self._redis.zrevrangebylex(index, upper, "-", start=0, num=max(limit + 1, 50))
+            )
             if not ids:
                 break
             for record in await self._load_many(ids):
@@ -326,7 +357,9 @@ class RedisStore:
         return RunPage(runs, runs[-1].id if len(found) > limit else None)
 
     async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
-        ids = await self._redis.zrangebyscore(f"{self._prefix}due", "-inf", repr(before), start=0, num=limit)
+        ids = await self._read(
+            lambda: self._redis.zrangebyscore(f"{self._prefix}due", "-inf", repr(before), start=0, num=limit)
+        )
         records = await self._load_many(ids)
         return sorted(records, key=lambda record: record.due_at or 0.0)
 
@@ -336,14 +369,16 @@ class RedisStore:
     # state
 
     async def get_state(self, scope: str, key: str) -> str | None:
-        value: str | None = await self._redis.hget(f"{self._prefix}state:{scope}", key)
+        value: str | None = await self._read(lambda: self._redis.hget(f"{self._prefix}state:{scope}", key))
         return value
 
     async def set_state(self, scope: str, key: str, value: str) -> None:
-        await self._redis.hset(f"{self._prefix}state:{scope}", key, value)
+        with self._reachable():
+            await self._redis.hset(f"{self._prefix}state:{scope}", key, value)
 
     async def delete_state(self, scope: str, key: str) -> None:
-        await self._redis.hdel(f"{self._prefix}state:{scope}", key)
+        with self._reachable():
+            await self._redis.hdel(f"{self._prefix}state:{scope}", key)
 
     # live tails
 
