@@ -359,7 +359,10 @@ class Run:
         return self._unreplayed > 0
 
     def _key(self, kind: str, name: str) -> str:
-        base = f"{kind}:{name}"
+        # Inside a framework's unit of work (a LangGraph node) keys count within that unit: a
+        # resume skips finished units, so run-wide counts would shift.
+        work = self._work_key() if self._work_key is not None else None
+        base = f"{kind}:{name}" if work is None else f"{work}/{kind}:{name}"
         count = self._seen.get(base, 0)
         self._seen[base] = count + 1
         return f"{base}#{count}"
@@ -484,18 +487,26 @@ class Run:
     # pauses
 
     @overload
-    async def interrupt(self, name: str, payload: Any = None) -> Any: ...
+    async def interrupt(self, name: str, payload: Any = None, *, key: str | None = None) -> Any: ...
 
     @overload
-    async def interrupt(self, name: str, payload: Any = None, *, answer: type[T]) -> T: ...
+    async def interrupt(self, name: str, payload: Any = None, *, answer: type[T], key: str | None = None) -> T: ...
 
-    async def interrupt(self, name: str, payload: Any = None, *, answer: Any = _ANY) -> Any:
+    async def interrupt(self, name: str, payload: Any = None, *, answer: Any = _ANY, key: str | None = None) -> Any:
         """Park until ``POST /runs/{id}/resume`` answers; return the answer validated as ``answer``.
 
         The interrupt stores ``answer``'s JSON Schema, so a UI can render a form and a wrong
-        answer is refused while the run stays parked.
+        answer is refused while the run stays parked. ``key`` (a tool call's id, a framework's
+        interrupt id) names the interrupt for good instead of by its occurrence, for interrupts
+        that a replay may reach in another order.
         """
-        key = self._key("interrupt", name)
+        journal_key = f"interrupt:{name}@{key}" if key is not None else self._key("interrupt", name)
+        return await self._interrupt(journal_key, name, payload, answer)
+
+    async def _interrupt(
+        self, key: str, name: str, payload: Any, answer: Any = _ANY, schema: dict[str, Any] | None = None
+    ) -> Any:
+        """The interrupt under journal ``key``; ``schema`` describes an untyped answer (a framework's own)."""
         entry = self._replayed(key)
         if entry is not None:
             try:
@@ -505,11 +516,17 @@ class Run:
                     f"the answer journaled for interrupt {name!r} no longer fits {answer!r}: {exc}"
                 ) from None
         payload_text = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
-        schema = None if answer is _ANY else _answer_schema(answer)
+        if answer is not _ANY:
+            schema = _answer_schema(answer)
         interrupt = Interrupt(
             name=name, key=key, payload=json.loads(payload_text), answer_schema=schema, answer_type=type_ref(answer)
         )
         raise Interrupted(interrupt)
+
+    def _replay_done(self) -> None:
+        """Only new work runs from here: for a framework that checkpoints its own work, whose
+        journal may hold answers it has moved past and will never read again."""
+        self._unreplayed = 0
 
     async def sleep(self, duration: Duration) -> None:
         """Park until ``duration`` (``"10m"``, ``"2d"``, seconds or a ``timedelta``) has passed."""

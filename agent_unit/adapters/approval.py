@@ -28,5 +28,6 @@ ApprovalAnswer = bool | Approval
 async def ask_approval(run: Run, *, call_id: str, tool: str, arguments: Any, agent: str | None) -> Approval:
     """Park until a human approves or declines the call; a replay returns the journaled answer."""
     payload = {"call_id": call_id, "tool": tool, "arguments": arguments, "agent": agent}
-    answer = await run.interrupt("tool-approval", payload, answer=ApprovalAnswer)
+    # Keyed by the call id: parallel calls may reach their approvals in another order on replay.
+    answer = await run.interrupt("tool-approval", payload, answer=ApprovalAnswer, key=call_id)
     return answer if isinstance(answer, Approval) else Approval(approved=bool(answer))
