@@ -60,4 +60,18 @@ async def ticker(input: int, run: Run) -> int:
     return input
 
 
-AGENTS = {"crashable": crashable, "approval": approval, "nap": nap, "ticker": ticker}
+@define_agent
+async def plodder(input: int, run: Run) -> int:
+    """``input`` steps, 50 ms each, each recording its effect with its idempotency key."""
+    for i in range(input):
+
+        async def plod(step: StepContext, i: int = i) -> int:
+            await asyncio.sleep(0.05)
+            effect(f"plod {i} {step.idempotency_key}")
+            return i
+
+        await run.step("plod", plod)
+    return input
+
+
+AGENTS = {"crashable": crashable, "approval": approval, "nap": nap, "ticker": ticker, "plodder": plodder}

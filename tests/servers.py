@@ -53,12 +53,15 @@ class RedisServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self, *, password: str | None = None, keep_data: Path | None = None) -> RedisServer:
-        self.password = password
+        """Start (or start again, with the same settings); ``keep_data`` keeps writes across restarts."""
+        self.password = password if password is not None else self.password
+        self.keep_data = keep_data if keep_data is not None else getattr(self, "keep_data", None)
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        if keep_data is None:
+        if self.keep_data is None:
             args += ["--appendonly", "no"]
-        else:  # an append-only file, so a restart keeps what was written
-            args += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(keep_data)]
+        else:  # an append-only file, fsynced on every write
+            args += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.keep_data)]
+        password = self.password
         if password:
             args += ["--requirepass", password]
         self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
