@@ -23,6 +23,7 @@ from agent_unit import RunEngine, RunStatus, use_run
 from agent_unit.adapters.openai_agents import adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.client import SyncAgentClient
+from agent_unit.errors import InvalidInput
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
@@ -99,11 +100,12 @@ async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None
         AGUI.validate_python(event)
 
 
-async def test_an_input_that_is_not_a_prompt_fails_the_run_clearly() -> None:
+async def test_an_input_that_is_not_a_prompt_is_refused_before_a_run_exists() -> None:
     unit = create_test_unit({"support": refund_agent(ScriptedModel(refund_script))}, adapters=[])
-    failed = await unit.run("support", {"question": "?"})
-    assert failed.status == RunStatus.failed and failed.error is not None
-    assert failed.error.type == "InvalidInput" and '{"prompt": "..."}' in failed.error.message
+    with pytest.raises(InvalidInput, match="prompt: Field required"):
+        await unit.run("support", {"question": "?"})
+    assert (await unit.engine.list()).runs == []
+    assert unit.engine.agents["support"].input_schema["required"] == ["prompt"]
 
 
 class Refund(BaseModel):

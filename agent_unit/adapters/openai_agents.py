@@ -46,14 +46,14 @@ from openai.types.responses.response_reasoning_item import ResponseReasoningItem
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from ..errors import InvalidInput
 from .api import AdapterContext, AdapterError, define_adapter
 from .approval import ask_approval
+from .messages import MessageStream
+from .prompt import Prompt
 
 __all__ = ["adapter"]
 
 HISTORY = "openai-agents:history"
-INPUT_SCHEMA = {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}
 _OUTPUT_ITEMS: TypeAdapter[list[TResponseOutputItem]] = TypeAdapter(list[TResponseOutputItem])
 
 
@@ -100,27 +100,17 @@ def _message_id(item: TResponseOutputItem) -> str:
 
 def _stream(ctx: AdapterContext, response: ModelResponse) -> None:
     """The response's text and reasoning as AG-UI events (called inside the journaled call only)."""
+    stream = MessageStream(ctx.stream)
     for item in response.output:
         message_id = _message_id(item)
         if isinstance(item, ResponseOutputMessage):
-            text = "".join(
-                part.text if isinstance(part, ResponseOutputText) else part.refusal
-                for part in item.content
-                if isinstance(part, ResponseOutputText | ResponseOutputRefusal)
-            )
-            if text:
-                ctx.stream({"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"})
-                ctx.stream({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text})
-                ctx.stream({"type": "TEXT_MESSAGE_END", "messageId": message_id})
+            for part in item.content:
+                if isinstance(part, ResponseOutputText | ResponseOutputRefusal):
+                    stream.text(message_id, part.text if isinstance(part, ResponseOutputText) else part.refusal)
         elif isinstance(item, ResponseReasoningItem):
-            texts = [part.text for part in [*item.summary, *(item.content or [])] if part.text]
-            if texts:
-                ctx.stream({"type": "REASONING_START", "messageId": message_id})
-                ctx.stream({"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"})
-                for text in texts:
-                    ctx.stream({"type": "REASONING_MESSAGE_CONTENT", "messageId": message_id, "delta": text})
-                ctx.stream({"type": "REASONING_MESSAGE_END", "messageId": message_id})
-                ctx.stream({"type": "REASONING_END", "messageId": message_id})
+            for part in [*item.summary, *(item.content or [])]:
+                stream.reasoning(message_id, part.text)
+        stream.end(message_id)
 
 
 class JournaledModel(agents.Model):
@@ -292,8 +282,7 @@ class Journaling:
             arguments = _arguments(input_json)
             call_id = context.tool_call_id
             if await _needs_approval(tool, context, arguments):
-                # One interrupt per call, numbered in the order the calls ask: the SDK starts a
-                # response's tool calls in its order, so a replay asks in the same order.
+                # One interrupt per call, journaled under its call id.
                 approval = await ask_approval(run, call_id=call_id, tool=tool.name, arguments=arguments, agent=agent)
                 if not approval.approved:  # what the SDK tells the model about a rejected call
                     reason = f" Reason: {approval.reason}" if approval.reason else ""
@@ -312,18 +301,8 @@ class Journaling:
 # -- the adapter --------------------------------------------------------------------------
 
 
-def _prompt(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("prompt"), str):
-        return value["prompt"]
-    raise InvalidInput(
-        f'an OpenAI agent takes a string or {{"prompt": "..."}} as input, not {json.dumps(value, default=str)[:200]}'
-    )
-
-
 async def _run(agent: agents.Agent[Any], ctx: AdapterContext) -> Any:
-    prompt = _prompt(ctx.input)
+    prompt = Prompt.model_validate(ctx.input).prompt
 
     async def read_history() -> Any:
         return await ctx.kv.get(HISTORY)
@@ -350,7 +329,7 @@ async def _run(agent: agents.Agent[Any], ctx: AdapterContext) -> Any:
 def _describe(agent: agents.Agent[Any]) -> dict[str, Any]:
     text = agent.handoff_description or (agent.instructions if isinstance(agent.instructions, str) else "")
     line = text.strip().split("\n", 1)[0] if text else ""
-    return {"description": line if len(line) <= 200 else line[:199] + "…", "input_schema": INPUT_SCHEMA}
+    return {"description": line if len(line) <= 200 else line[:199] + "…", "input_type": Prompt}
 
 
 adapter = define_adapter(

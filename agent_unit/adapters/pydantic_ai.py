@@ -22,7 +22,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, model_validator
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
@@ -49,6 +48,7 @@ from ..run import _current_step
 from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
+from .prompt import Prompt
 
 __all__ = ["Prompt", "adapter"]
 
@@ -57,17 +57,6 @@ HISTORY = "pydantic-ai:messages"
 
 _VOLATILE = frozenset({"timestamp", "run_id", "conversation_id"})
 """Message fields that differ between a run and its replay without changing what is asked."""
-
-
-class Prompt(BaseModel):
-    """A PydanticAI agent's input: ``{"prompt": "..."}``, or the prompt as a bare string."""
-
-    prompt: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare_string(cls, value: Any) -> Any:
-        return {"prompt": value} if isinstance(value, str) else value
 
 
 def _fingerprint(
