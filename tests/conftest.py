@@ -11,14 +11,15 @@ from agent_unit.stores import Store, open_store
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 
-from .servers import PostgresServer, RedisServer
+from .servers import DynamoDBEmulator, PostgresServer, RedisServer
 
 StoreFactory = Callable[[], Store]
 
 # Every store joins the conformance suite here. A factory returns a new handle on the same
 # backing store each call (two handles on SQLite are two connections, as two processes have).
 # Redis and PostgreSQL are real servers, one per test session, on loopback ports.
-STORES = ["memory", "sqlite", "redis", "postgres"]
+# DynamoDB runs on moto's server mode: an emulator, not AWS (no AWS account is reachable here).
+STORES = ["memory", "sqlite", "redis", "postgres", "dynamodb-emulator"]
 
 _prefixes = itertools.count()
 
@@ -62,13 +63,31 @@ def postgres_url(postgres_server: PostgresServer) -> str:
     return f"{postgres_server.url}?options=-csearch_path%3D{schema}"
 
 
+@pytest.fixture(scope="session")
+def dynamodb_endpoint() -> Iterator[str]:
+    """moto's DynamoDB emulator in server mode, on a loopback port."""
+    import os
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        os.environ.setdefault(name, value)
+    emulator = DynamoDBEmulator().start()
+    yield emulator.endpoint
+    emulator.stop()
+
+
+@pytest.fixture
+def dynamodb_url(dynamodb_endpoint: str) -> str:
+    """A table of this test's own on the emulator, created on first use."""
+    return f"dynamodb://runs-{next(_prefixes)}?region=us-east-1&endpoint_url={dynamodb_endpoint}&create=true"
+
+
 @pytest.fixture(params=STORES)
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     if request.param == "memory":
         shared = MemoryStore()
         return lambda: shared
-    if request.param in ("redis", "postgres"):
-        url = request.getfixturevalue(f"{request.param}_url")
+    if request.param in ("redis", "postgres", "dynamodb-emulator"):
+        url = request.getfixturevalue(f"{request.param.removesuffix('-emulator')}_url")
         return lambda: open_store(url)
     path = tmp_path / "agent-unit.db"
     return lambda: SQLiteStore(path)

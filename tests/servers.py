@@ -78,7 +78,8 @@ class RedisServer:
 class PostgresServer:
     """A PostgreSQL cluster in a temporary folder, on a free port, trusting local connections."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, password: str | None = None) -> None:
+        """``password``: the ``postgres`` role's, required over TCP (scram); without it, trust."""
         initdb = _binary("initdb", "/usr/lib/postgresql/*/bin")
         if initdb is None:
             missing("PostgreSQL (initdb)")
@@ -92,8 +93,15 @@ class PostgresServer:
         if os.geteuid() == 0:  # PostgreSQL refuses to run as root
             self._user = "nobody"
             os.chmod(self.folder, 0o777)
+        auth = ["-A", "trust"]
+        if password is not None:
+            secret = self.folder / "password"
+            secret.write_text(password)
+            os.chmod(secret, 0o644)
+            auth = ["--auth-host=scram-sha-256", "--auth-local=trust", f"--pwfile={secret}"]
+            self.url = f"postgresql://postgres:{password}@127.0.0.1:{self.port}/postgres"
         subprocess.run(
-            [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync"],
+            [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", *auth, "--no-sync"],
             check=True,
             stdout=subprocess.DEVNULL,
             user=self._user,
@@ -152,3 +160,39 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeo
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{what} did not listen on {port} within {timeout} s") from None
             time.sleep(0.05)
+
+
+_EMULATOR = """
+import sys
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import make_server
+
+# One request at a time: moto's backends are not safe under concurrent requests (a transaction
+# could be half applied), and DynamoDB itself applies each transaction atomically.
+app = DomainDispatcherApplication(create_backend_app)
+make_server("127.0.0.1", int(sys.argv[1]), app, threaded=False, request_handler=MotoRequestHandler).serve_forever()
+"""
+
+
+class DynamoDBEmulator:
+    """moto's DynamoDB emulator in server mode (real HTTP on a loopback port): an emulator, not AWS."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> DynamoDBEmulator:
+        import sys
+
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _EMULATOR, str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        _wait_for_port(self.port, self._process, "the DynamoDB emulator")
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=20)
+            self._process = None

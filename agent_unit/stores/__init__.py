@@ -55,7 +55,13 @@ def open_store(url: str | None = None) -> Store:
         except ImportError:
             raise ValueError('postgres:// needs the postgres extra: pip install "agent-unit[postgres]"') from None
         return PostgresStore.from_url(url)
+    if scheme == "dynamodb":
+        try:
+            from .dynamodb import DynamoDBStore
+        except ImportError:
+            raise ValueError('dynamodb:// needs the aws extra: pip install "agent-unit[aws]"') from None
+        return DynamoDBStore.from_url(url)
     raise ValueError(
         f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db, redis://host:6379, "
-        "postgres://user@host/db (dynamodb:// comes with the aws extra)"
+        "postgres://user@host/db or dynamodb://table?region=..."
     )

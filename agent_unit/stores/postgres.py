@@ -172,28 +172,19 @@ class PostgresStore:
         return cls(urlunsplit((scheme, parts.netloc, parts.path, urlencode(options), "")), **pool)
 
     async def _open(self) -> None:
+        """Connect once (the real reason when that fails: no server, a wrong password), migrate, open the pool."""
         import psycopg
 
         async with self._opening:
             if self._ready:
                 return
             try:
-                await self._pool.open(wait=True, timeout=10)
-                async with self._pool.connection() as conn:
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True, connect_timeout=5)
+                async with conn:
                     await _migrate(conn)
-            except (psycopg.Error, TimeoutError) as exc:
-                await self._pool.close()
-                from psycopg_pool import AsyncConnectionPool
-
-                self._pool = AsyncConnectionPool(
-                    self._conninfo,
-                    min_size=self._pool.min_size,
-                    max_size=self._pool.max_size,
-                    kwargs={"autocommit": True},
-                    open=False,
-                    timeout=5,
-                )
+            except psycopg.Error as exc:
                 raise StoreUnavailable(f"the store at {self.url} cannot be used: {_reason(exc)}") from None
+            await self._pool.open(wait=False)
             self._ready = True
 
     async def check(self) -> None:

@@ -1,0 +1,93 @@
+"""Bad store configuration is one clear error at start, naming the store without its secret."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from agent_unit import create_agent_unit
+from agent_unit.errors import StoreUnavailable
+from agent_unit.records import JournalEntry
+from agent_unit.stores import open_store
+
+from .conformance.test_store import make_record
+from .server import free_port
+from .servers import PostgresServer, RedisServer
+
+
+async def refused(url: str, secret: str | None = None) -> str:
+    store = open_store(url)
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.check()  # type: ignore[attr-defined]
+    finally:
+        await store.close()
+    message = caught.value.message
+    if secret is not None:
+        assert secret not in message and secret not in store.url
+    return message
+
+
+async def test_redis_unreachable() -> None:
+    port = free_port()
+    message = await refused(f"redis://:s3cret@127.0.0.1:{port}/0", "s3cret")
+    assert message.startswith(f"the store at redis://***@127.0.0.1:{port}/0 cannot be reached")
+
+
+async def test_redis_wrong_password() -> None:
+    server = RedisServer().start(password="right")
+    try:
+        message = await refused(f"redis://:wrong@127.0.0.1:{server.port}/0", "wrong")
+        assert "refused the password" in message
+        store = open_store(f"redis://:right@127.0.0.1:{server.port}/0")
+        await store.check()  # type: ignore[attr-defined]
+        await store.close()
+    finally:
+        server.stop()
+
+
+async def test_postgres_unreachable() -> None:
+    port = free_port()
+    message = await refused(f"postgres://app:s3cret@127.0.0.1:{port}/runs", "s3cret")
+    assert message.startswith(f"the store at postgresql://***@127.0.0.1:{port}/runs cannot be used")
+
+
+async def test_postgres_wrong_password() -> None:
+    server = PostgresServer(password="right").start()
+    try:
+        message = await refused(f"postgres://postgres:wrong@127.0.0.1:{server.port}/postgres", "wrong")
+        assert "password authentication failed" in message
+        store = open_store(server.url)
+        await store.check()  # type: ignore[attr-defined]
+        await store.close()
+    finally:
+        server.remove()
+
+
+async def test_dynamodb_emulator_missing_table_and_malformed_urls(dynamodb_endpoint: str) -> None:
+    message = await refused(f"dynamodb://nowhere?region=us-east-1&endpoint_url={dynamodb_endpoint}")
+    assert "table 'nowhere' does not exist" in message and "?create=true" in message
+    with pytest.raises(ValueError, match="write dynamodb://TABLE"):
+        open_store("dynamodb://?region=us-east-1")
+    with pytest.raises(ValueError, match="unknown store URL scheme 'mongodb'"):
+        open_store("mongodb://localhost")
+
+
+async def test_dynamodb_emulator_refuses_a_value_too_large_for_an_item(dynamodb_url: str) -> None:
+    from agent_unit.stores.dynamodb import ItemTooLarge
+
+    store = open_store(dynamodb_url)
+    record = make_record()
+    await store.create_run(record)
+    with pytest.raises(ItemTooLarge, match="over DynamoDB's item limit"):
+        await store.append(record.id, owner="a", journal=[JournalEntry("big", "x" * 500_000)], events=["{}"])
+    assert await store.load_journal(record.id) == {} and await store.last_seq(record.id) == 0  # nothing written
+    await store.close()
+
+
+def test_a_server_with_an_unreachable_store_fails_at_start_with_one_clear_error() -> None:
+    port = free_port()
+    app = create_agent_unit({}, store=f"redis://:s3cret@127.0.0.1:{port}/0")
+    with pytest.raises(StoreUnavailable, match=r"redis://\*\*\*@127.0.0.1") as caught, TestClient(app):
+        pass
+    assert "s3cret" not in str(caught.value)
