@@ -56,11 +56,12 @@ class RedisServer:
         """Start (or start again, with the same settings); ``keep_data`` keeps writes across restarts."""
         self.password = password if password is not None else self.password
         self.keep_data = keep_data if keep_data is not None else getattr(self, "keep_data", None)
+        self.fsync = getattr(self, "fsync", "always")
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         if self.keep_data is None:
             args += ["--appendonly", "no"]
         else:  # an append-only file, fsynced on every write
-            args += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.keep_data)]
+            args += ["--appendonly", "yes", "--appendfsync", self.fsync, "--dir", str(self.keep_data)]
         password = self.password
         if password:
             args += ["--requirepass", password]
@@ -78,8 +79,12 @@ class RedisServer:
 class PostgresServer:
     """A PostgreSQL cluster in a temporary folder, on a free port, trusting local connections."""
 
-    def __init__(self, *, password: str | None = None) -> None:
-        """``password``: the ``postgres`` role's, required over TCP (scram); without it, trust."""
+    def __init__(self, *, password: str | None = None, durable: bool = False) -> None:
+        """``password``: the ``postgres`` role's, required over TCP (scram); without it, trust.
+
+        ``durable``: PostgreSQL's default fsync and synchronous commit (benchmarks); tests turn
+        them off, since their data lives as long as the test."""
+        self.durable = durable
         initdb = _binary("initdb", "/usr/lib/postgresql/*/bin")
         if initdb is None:
             missing("PostgreSQL (initdb)")
@@ -119,12 +124,8 @@ class PostgresServer:
                 "127.0.0.1",
                 "-k",
                 str(self.folder),
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
+                *([] if self.durable else ["-c", "fsync=off", "-c", "synchronous_commit=off"]),
+                *([] if self.durable else ["-c", "full_page_writes=off"]),
                 "-c",
                 "max_connections=200",
             ],

@@ -91,3 +91,15 @@ def test_a_server_with_an_unreachable_store_fails_at_start_with_one_clear_error(
     with pytest.raises(StoreUnavailable, match=r"redis://\*\*\*@127.0.0.1") as caught, TestClient(app):
         pass
     assert "s3cret" not in str(caught.value)
+
+
+async def test_postgres_serves_more_callers_than_it_has_connections(postgres_url: str) -> None:
+    import asyncio
+
+    store = open_store(postgres_url + "&pool_max=2")
+    records = [make_record() for _ in range(30)]
+    await asyncio.gather(*(store.create_run(record) for record in records))
+    loaded = await asyncio.gather(*(store.load_run(record.id) for record in records))
+    assert [record.id for record in loaded if record] == [record.id for record in records]
+    assert store._pool._open <= 2  # type: ignore[attr-defined]
+    await store.close()
