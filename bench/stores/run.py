@@ -133,6 +133,11 @@ def cases(sizes: Sizes, names: Namespaces, peers: bool) -> dict[str, Any]:
             argv = [python, au, "--store", url, "--workload", "runs", "--n", str(sizes.runs), "--go", str(go)]
             return together([argv, argv], go)
 
+        def append(store: str = store) -> dict[str, Any]:
+            url = names.fresh(store)
+            names.schema(url)
+            return run_json([python, au, "--store", url, "--workload", "append", "--n", str(sizes.steps)])
+
         def raw(store: str = store) -> dict[str, Any]:
             url = names.fresh(store)
             names.schema(url)
@@ -142,6 +147,7 @@ def cases(sizes: Sizes, names: Namespaces, peers: bool) -> dict[str, Any]:
             f"agent-unit steps {store}": steps,
             f"agent-unit runs {store}": runs,
             f"agent-unit runs x2 {store}": runs_two,
+            f"store append {store}": append,
             f"raw update {store}": raw,
         }
     if peers:
@@ -219,24 +225,28 @@ def report(results: dict[str, list[dict[str, Any]]], sizes: Sizes, command: str)
         f"- steps: one run of {sizes.steps:,} sequential no-op journaled steps; runs: {sizes.runs:,} "
         "sequential one-step runs, each awaited to completion; raw: "
         f"{sizes.raw:,} conditional updates (compare-and-set on a version) made directly with the driver",
+        "- store appends: `store.append` alone (one step's write set: a journal entry and two events), "
+        "no engine, so steps beside it show what the engine's Python costs per step",
         "- x2: two processes over the same store at once, each running the runs workload; "
         "throughput is all runs over the shared window",
         "- every case is a fresh process on a fresh namespace (file, key prefix, schema or database)",
         "",
         "### Results (per second)",
         "",
-        "| store | steps/s | runs/s (1 process) | runs/s (2 processes) | raw updates/s | steps / raw |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| store | steps/s | runs/s (1 process) | runs/s (2 processes) | store appends/s (no engine) "
+        "| raw updates/s | steps / raw |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for store in STORES:
         steps, raw = rate(f"agent-unit steps {store}"), rate(f"raw update {store}")
         lines.append(
             f"| agent-unit on {store} | {fmt(steps)} | {fmt(rate(f'agent-unit runs {store}'))} | "
-            f"{fmt(rate(f'agent-unit runs x2 {store}'))} | {fmt(raw)} | {ratio(steps, raw)} |"
+            f"{fmt(rate(f'agent-unit runs x2 {store}'))} | {fmt(rate(f'store append {store}'))} | "
+            f"{fmt(raw)} | {ratio(steps, raw)} |"
         )
     lines.append(
         f"| DBOS on postgres | {fmt(rate('dbos steps postgres'))} | {fmt(rate('dbos runs postgres'))} | "
-        f"{fmt(rate('dbos runs x2 postgres'))} | {fmt(rate('raw update postgres'))} | "
+        f"{fmt(rate('dbos runs x2 postgres'))} | n/a | {fmt(rate('raw update postgres'))} | "
         f"{ratio(rate('dbos steps postgres'), rate('raw update postgres'))} |"
     )
     au_steps, au_runs = rate("agent-unit steps postgres"), rate("agent-unit runs postgres")
