@@ -31,6 +31,20 @@ __all__ = ["BuildError", "BuildResult", "build"]
 
 # What a built server needs at run time (the CLI's own dependencies stay out).
 RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn")
+STORE_DRIVERS = {"redis": "redis", "rediss": "redis", "postgres": "psycopg[binary]", "postgresql": "psycopg[binary]"}
+STORE_DRIVERS |= {"dynamodb": "boto3"}
+"""The driver a built app needs for its storage URL's scheme (pinned to the version installed here)."""
+
+
+def _store_driver(storage: str) -> list[str]:
+    driver = STORE_DRIVERS.get(storage.split(":", 1)[0].lower())
+    if driver is None:
+        return []
+    name = driver.split("[", 1)[0]
+    try:
+        return [f"{driver}=={importlib.metadata.version(name)}"]
+    except importlib.metadata.PackageNotFoundError:
+        return [driver]
 MARKER = ".agent-unit-build"
 SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
 
@@ -185,7 +199,7 @@ def build(
         shutil.rmtree(output)  # only a folder a build wrote (checked above) or an empty one
     _copy_source(root, output / "app")
     progress("vendoring dependencies with pip")
-    _vendor(chosen, _project_requirements(root), output / "vendor")
+    _vendor(chosen, [*_store_driver(storage), *_project_requirements(root)], output / "vendor")
 
     progress("rendering templates")
     templates = Environment(
