@@ -1286,16 +1286,19 @@ def profile_section(report: Report) -> list[str]:
 
 
 def write_section(path: Path, text: str) -> None:
-    """Append the section after MARKER: what follows an earlier MARKER is replaced, nothing above it."""
+    """Put the section after MARKER: it replaces an earlier one, up to the next section's marker."""
     current = path.read_text() if path.exists() else ""
     at = current.find(MARKER)
+    rest = ""
     if at >= 0:
+        after = current.find("<!-- ", at + len(MARKER))
+        rest = current[after:] if after >= 0 else ""
         current = current[:at]
     elif current and not current.endswith("\n"):
         current += "\n"
     if current and not current.endswith("\n\n"):
         current += "\n"
-    path.write_text(current + text)
+    path.write_text(current + text + ("\n" + rest if rest else ""))
 
 
 def main() -> int:
