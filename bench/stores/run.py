@@ -198,7 +198,7 @@ def machine() -> list[str]:
     ]
 
 
-def report(results: dict[str, list[dict[str, Any]]], sizes: Sizes, command: str) -> str:
+def report(results: dict[str, list[dict[str, Any]]], sizes: Sizes, command: str, latency: str = "") -> str:
     def rate(key: str) -> float | None:
         found = [r["per_sec"] for r in results.get(key, [])]
         return statistics.median(found) if found else None
@@ -287,6 +287,17 @@ def report(results: dict[str, list[dict[str, Any]]], sizes: Sizes, command: str)
             "In one process Python is the limit, not the store, so the 2x target is not met there; on the "
             "networked stores a round trip dominates and it is.",
         ]
+    if latency:
+        lines += [
+            "",
+            "### Events across processes",
+            "",
+            "Two uvicorn servers over one store; a run on A emits 200 events 20 ms apart; one reader on A and one "
+            "on B (both polling only every 5 s, so B keeps up only if the store wakes it). Emit-to-arrival "
+            "latency, one machine, one clock (`bench/stores/tail_latency.py`); the max is the stream's first event.",
+            "",
+            latency.strip(),
+        ]
     lines += [
         "",
         "A journaled step on Redis is one EVALSHA (the fence, the journal entry, the events and their seqs "
@@ -341,8 +352,15 @@ def main() -> None:
         finally:
             redis.stop()
             postgres.remove()
+    latency = subprocess.run(
+        [sys.executable, str(BENCH / "tail_latency.py"), "--ticks", "50" if args.quick else "200"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+    ).stdout
     command = ".venv/bin/python bench/stores/run.py" + (" --quick" if args.quick else "")
-    section = report(results, sizes, command)
+    section = report(results, sizes, command, latency)
     print(section)
     if not args.quick or args.write:
         write_section(REPO / "BENCHMARKS.md", section)
