@@ -303,3 +303,44 @@ async def test_sigkill_mid_tool_recovers_with_the_same_key_and_no_repeated_model
         f"charge-done {key}",
         "model charger 3",  # the first model call was not repeated
     ]
+
+
+async def test_mcp_toolset_calls_are_journaled_and_not_repeated_after_a_restart(tmp_path: Path) -> None:
+    from fastmcp import FastMCP
+    from pydantic_ai.mcp import MCPToolset
+
+    shipped: list[str] = []
+    server = FastMCP("shop")
+
+    @server.tool
+    def ship(box: str) -> str:
+        shipped.append(box)
+        return f"shipped {box}"
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("ship", {"box": "a"}, tool_call_id="call_ship")])
+        if len(messages) == 3:
+            return ModelResponse(parts=[ToolCallPart("refund", {"order_id": "o_1"}, tool_call_id="call_refund")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    def build() -> Agent[None, str]:
+        agent = Agent(FunctionModel(model), toolsets=[MCPToolset(server)])
+
+        @agent.tool_plain(requires_approval=True)
+        def refund(order_id: str) -> str:
+            return "refunded"
+
+        return agent
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"shop": build()}, store) as unit:
+        parked = await unit.run("shop", "ship, then refund")
+        assert parked.status == RunStatus.interrupted and shipped == ["a"]
+        events = await unit.events(parked.id)
+        assert [e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"] == ["ship"]
+    async with create_test_unit({"shop": build()}, store) as unit:  # a restarted process
+        done = await unit.resume(parked.id, True)
+    await store.close()
+    assert done.status == RunStatus.completed and done.output == "done"
+    assert shipped == ["a"]  # the MCP server's tool ran once: the replay answered from the journal
