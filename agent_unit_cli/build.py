@@ -45,6 +45,8 @@ def _store_driver(storage: str) -> list[str]:
         return [f"{driver}=={importlib.metadata.version(name)}"]
     except importlib.metadata.PackageNotFoundError:
         return [driver]
+
+
 MARKER = ".agent-unit-build"
 SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
 
