@@ -9,6 +9,7 @@ and a mounted sub-app gets none, so anything it needs starts on the first reques
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -55,6 +56,8 @@ def create_agent_unit(
     require_secret: bool | None = None,
     keepalive_seconds: float = 15.0,
     poll_interval: float = 1.0,
+    public_url: str | None = None,
+    mcp: bool = True,
     **engine_options: Any,
 ) -> AgentUnit:
     """The HTTP API for ``agents`` (default: discovered from ``./agents``) over ``store``.
@@ -62,6 +65,8 @@ def create_agent_unit(
     ``authorize(request, action, run)`` guards every public route (``"module:function"``
     works too); ``secret`` (default ``$AGENT_UNIT_SECRET``) guards the internal ones, and
     ``require_secret`` (default: ``AGENT_UNIT_ENV=production``) refuses them without one.
+    ``public_url`` (default ``$AGENT_UNIT_URL``) is the deployment's own URL, as the A2A card
+    shows it: never taken from a request's Host header. ``mcp=False`` leaves out ``POST /mcp``.
     """
     if engine is None:
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
@@ -76,6 +81,7 @@ def create_agent_unit(
         require_secret=production() if require_secret is None else require_secret,
         keepalive=keepalive_seconds,
         poll_interval=poll_interval,
+        public_url=public_url if public_url is not None else env.get("AGENT_UNIT_URL"),
     )
     routes: list[BaseRoute] = [
         Route("/agents", api.manifest, methods=["GET"]),
@@ -87,7 +93,15 @@ def create_agent_unit(
         Route("/runs/{run_id}/cancel", api.cancel, methods=["POST"]),
         Route("/__agent-unit/continue", api.continue_run, methods=["POST"]),
         Route("/__agent-unit/sweep", api.sweep, methods=["POST"]),
+        # The protocols: each module is imported at its first request, so no other route and
+        # no cold start pays for its SDK.
+        Route("/agents/{agent}/ag-ui", _Lazy("agui", api), methods=["POST"]),
+        Route("/.well-known/agent-card.json", _Lazy("a2a", api, "card"), methods=["GET"]),
+        Route("/.well-known/agent.json", _Lazy("a2a", api, "card"), methods=["GET"]),
+        Route("/a2a", _Lazy("a2a", api), methods=["POST"]),
     ]
+    if mcp:
+        routes.append(Route("/mcp", _Lazy("mcp", api), methods=["POST"]))
     prefix = "/" + base_path.strip("/")
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
@@ -143,6 +157,21 @@ def _wants_stream(request: Request) -> bool:
     return "text/event-stream" in request.headers.get("accept", "")
 
 
+class _Lazy:
+    """An ASGI endpoint whose module is imported on its first request: ``agent_unit.http.<module>``
+    exposes ``<factory>(api) -> ASGI app``, built once per app."""
+
+    def __init__(self, module: str, api: _Api, factory: str = "app") -> None:
+        self._module, self._factory, self._api = module, factory, api
+        self._app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:
+            module = importlib.import_module(f"agent_unit.http.{self._module}")
+            self._app = getattr(module, self._factory)(self._api)
+        await self._app(scope, receive, send)
+
+
 def _run_info(record: RunRecord) -> dict[str, Any]:
     return {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
 
@@ -159,6 +188,7 @@ class _Api:
         require_secret: bool,
         keepalive: float,
         poll_interval: float,
+        public_url: str | None = None,
     ) -> None:
         self.engine = engine
         self.name = name
@@ -168,6 +198,7 @@ class _Api:
         self.require_secret = require_secret
         self.keepalive = keepalive
         self.poll_interval = poll_interval
+        self.public_url = public_url.rstrip("/") if public_url else None
 
     async def _guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
         self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
