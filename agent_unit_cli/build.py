@@ -8,7 +8,6 @@ renders the preset's templates with Jinja2.
 from __future__ import annotations
 
 import importlib.metadata
-import platform
 import shutil
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from agent_unit.discovery import agent_sources
 from agent_unit.errors import DiscoveryError
 
 from .config import Config
-from .presets import PRESETS, Preset
+from .presets import PRESETS, BuildOptions, Finish, Preset
 
 __all__ = ["BuildError", "BuildResult", "build"]
 
@@ -125,7 +124,7 @@ def _copy_source(root: Path, destination: Path) -> None:
             shutil.copytree(path, destination / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def _vendor(preset: Preset, requirements: list[str], destination: Path) -> None:
+def _vendor(preset: Preset, requirements: list[str], destination: Path, options: BuildOptions) -> None:
     pinned = [f"{name}=={importlib.metadata.version(name)}" for name in RUNTIME_REQUIREMENTS]
     command = [
         sys.executable,
@@ -140,15 +139,8 @@ def _vendor(preset: Preset, requirements: list[str], destination: Path) -> None:
         *pinned,
         *requirements,
     ]
-    if preset.name == "docker":  # the image is Linux: take manylinux wheels for this Python
-        machine = "aarch64" if platform.machine().lower() in ("arm64", "aarch64") else "x86_64"
-        command += [
-            "--platform",
-            f"manylinux2014_{machine}",
-            "--only-binary=:all:",
-            "--python-version",
-            f"{sys.version_info.major}.{sys.version_info.minor}",
-        ]
+    if preset.pip_platform is not None:  # the host's platform, not this machine's
+        command += preset.pip_platform(options)
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise BuildError(f"pip could not install the dependencies:\n{done.stderr.strip()[-2000:]}")
@@ -165,16 +157,26 @@ def build(
     *,
     preset: str | None = None,
     out: Path | None = None,
+    options: BuildOptions | None = None,
     progress: Callable[[str], None] = lambda message: None,
 ) -> BuildResult:
     """Build ``root``'s agents with ``preset`` into ``out``; raise :class:`BuildError` on any problem."""
+    options = options or BuildOptions()
     name = preset or config.preset
     chosen = PRESETS.get(name)
     if chosen is None:
         raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
     storage = config.storage or "sqlite:///.agent-unit/agent-unit.db"
     if chosen.serverless and storage.split(":", 1)[0] in ("sqlite", "memory"):
-        raise BuildError(f"the {name} preset needs storage that outlives an invocation, not {storage.split(':')[0]}")
+        raise BuildError(
+            f"the {name} preset needs storage that every invocation shares, not {storage.split(':')[0]}: "
+            'set storage = "redis://...", "postgres://..." or "dynamodb://table?region=..." in agent-unit.toml'
+        )
+    if chosen.check is not None:
+        try:
+            chosen.check(config, options)
+        except ValueError as exc:
+            raise BuildError(str(exc)) from None
     root = root.resolve()
     output = (out or root / chosen.output).resolve()
     if root == output or output in root.parents:
@@ -196,12 +198,15 @@ def build(
     if not registry:
         raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
 
-    progress("copying the project")
     if output.exists():
         shutil.rmtree(output)  # only a folder a build wrote (checked above) or an empty one
-    _copy_source(root, output / "app")
-    progress("vendoring dependencies with pip")
-    _vendor(chosen, [*_store_driver(storage), *_project_requirements(root)], output / "vendor")
+    output.mkdir(parents=True)
+    home = output / chosen.app_path
+    if chosen.python_app:
+        progress("copying the project")
+        _copy_source(root, home / "app")
+        progress("vendoring dependencies with pip")
+        _vendor(chosen, [*_store_driver(storage), *_project_requirements(root)], home / "vendor", options)
 
     progress("rendering templates")
     templates = Environment(
@@ -221,11 +226,15 @@ def build(
         "retention": config.retention,
         "adapters": config.adapters,
         "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
+        "app_path": chosen.app_path,
     }
+    if chosen.context is not None:
+        context |= chosen.context(config, options)
     written = []
     for folder in chosen.templates:
         for template_name in templates.list_templates(filter_func=lambda n, f=folder: n.startswith(f + "/")):
             target = output / template_name.removeprefix(folder + "/").removesuffix(".j2")
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(templates.get_template(template_name).render(**context))
             written.append(str(target.relative_to(output)))
             if target.suffix == ".py":
@@ -235,13 +244,16 @@ def build(
                     raise BuildError(
                         f"the generated {target.name} is not valid Python ({exc}): check the config values"
                     ) from None
+    if chosen.finish is not None:
+        written += chosen.finish(Finish(root=root, output=output, context=context, options=options, progress=progress))
     (output / MARKER).write_text("written by agent-unit build: the next build replaces this folder\n")
+    prefix = f"{chosen.app_path}/" if chosen.app_path else ""
     return BuildResult(
         preset=name,
         output=output,
         agents=sorted(registry),
         routes=routes(config.base_path),
-        files=[*sorted(written), "app/", "vendor/"],
+        files=[*sorted(written), *([f"{prefix}app/", f"{prefix}vendor/"] if chosen.python_app else [])],
         run=chosen.run.format(output=_shown(output), name=config.name),
         notes=list(chosen.notes),
     )

@@ -17,7 +17,7 @@ from agent_unit.errors import DiscoveryError
 
 from .build import BuildError, build, routes
 from .config import ConfigError, load_config
-from .presets import PRESETS
+from .presets import PRESETS, BuildOptions
 
 app = typer.Typer(help="Durable runs for any Python agent framework, on any host.", no_args_is_help=True)
 console = Console()
@@ -105,18 +105,26 @@ def dev(
 @app.command("build")
 def build_command(
     root: Path = ROOT,
-    preset: str | None = typer.Option(None, "--preset", help="server or docker (default: the config's, or server)."),
-    out: Path | None = typer.Option(None, "--out", help="Output folder (default: .output/<preset>)."),
+    preset: str | None = typer.Option(
+        None, "--preset", help="server, docker, aws-lambda, vercel or netlify (default: the config's, or server)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: the preset's)."),
+    arch: str | None = typer.Option(None, "--arch", help="aws-lambda: x86_64 (default) or arm64."),
+    python: str | None = typer.Option(None, "--python", help="aws-lambda: 3.11, 3.12 or 3.13 (default: this one)."),
+    origin: str | None = typer.Option(None, "--origin", help="netlify: the URL of the agent-unit backend."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (for CI)."),
 ) -> None:
     """Build the agents for a host."""
+    options = BuildOptions(arch=arch, python=python, origin=origin)
     try:
         config, _ = load_config(root)
         if as_json:
-            result = build(root, config, preset=preset, out=out)
+            result = build(root, config, preset=preset, out=out, options=options)
         else:
             with console.status("building") as status:
-                result = build(root, config, preset=preset, out=out, progress=lambda step: status.update(step))
+                result = build(
+                    root, config, preset=preset, out=out, options=options, progress=lambda step: status.update(step)
+                )
     except (ConfigError, BuildError) as exc:
         if as_json:
             print(json.dumps({"error": str(exc)}))
@@ -133,7 +141,7 @@ def build_command(
     console.print(f"wrote: {', '.join(result.files)}")
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
-    console.print(f"run it: [bold]{result.run}[/bold]")
+    console.print(f"next: [bold]{result.run}[/bold]")
 
 
 @app.command()

@@ -6,9 +6,32 @@ A preset never touches another: adding a host is adding a module here and a fold
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-__all__ = ["PRESETS", "Preset"]
+__all__ = ["PRESETS", "BuildOptions", "Finish", "Preset"]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The command line's host options: ``--arch``, ``--python``, ``--origin``."""
+
+    arch: str | None = None
+    python: str | None = None
+    origin: str | None = None
+
+
+@dataclass
+class Finish:
+    """What a preset's ``finish`` step gets: the output, the template context, and where to report."""
+
+    root: Path
+    output: Path
+    context: dict[str, Any]
+    options: BuildOptions
+    progress: Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -22,6 +45,12 @@ class Preset:
     run: str  # how to run or deploy the output (shown after a build)
     serverless: bool = False  # refuses storage that does not outlive an invocation
     notes: tuple[str, ...] = field(default_factory=tuple)
+    python_app: bool = True  # False: the host runs no Python (nothing copied or vendored)
+    app_path: str = ""  # where the app, its vendored dependencies and the templates go, under the output
+    pip_platform: Callable[[BuildOptions], list[str]] | None = None  # pip's --platform... for the host
+    check: Callable[[Any, BuildOptions], None] | None = None  # refuses a config the host cannot run
+    context: Callable[[Any, BuildOptions], dict[str, Any]] | None = None  # more template values
+    finish: Callable[[Finish], list[str]] | None = None  # the preset's own last steps; the files it wrote
 
 
 def _load() -> dict[str, Preset]:
