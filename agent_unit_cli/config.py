@@ -43,6 +43,8 @@ class Config(BaseModel):
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     adapters: list[str] = []
     server: str | None = None
+    url: str | None = Field(default=None, pattern=r"^https?://")  # the deployment's own URL (A2A card, continues)
+    origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     tasks: dict[str, Task] = {}
 
     @field_validator("budget", "retention")

@@ -54,9 +54,13 @@ class Preset:
 
 
 def _load() -> dict[str, Preset]:
-    from . import docker, server
+    """Every module of this package that defines ``preset``, the server first."""
+    import importlib
+    import pkgutil
 
-    return {preset.name: preset for preset in (server.preset, docker.preset)}
+    found = [importlib.import_module(f"{__name__}.{module.name}") for module in pkgutil.iter_modules(__path__)]
+    presets = [module.preset for module in found if isinstance(getattr(module, "preset", None), Preset)]
+    return {preset.name: preset for preset in sorted(presets, key=lambda preset: preset.name != "server")}
 
 
 PRESETS = _load()
