@@ -125,7 +125,7 @@ def _copy_source(root: Path, destination: Path) -> None:
 
 
 def _vendor(preset: Preset, requirements: list[str], destination: Path, options: BuildOptions) -> None:
-    pinned = [f"{name}=={importlib.metadata.version(name)}" for name in RUNTIME_REQUIREMENTS]
+    pinned = [f"{name}=={importlib.metadata.version(name)}" for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)]
     command = [
         sys.executable,
         "-m",

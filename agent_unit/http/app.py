@@ -58,6 +58,7 @@ def create_agent_unit(
     poll_interval: float = 1.0,
     public_url: str | None = None,
     mcp: bool = True,
+    buffered: bool = False,
     **engine_options: Any,
 ) -> AgentUnit:
     """The HTTP API for ``agents`` (default: discovered from ``./agents``) over ``store``.
@@ -67,6 +68,9 @@ def create_agent_unit(
     ``require_secret`` (default: ``AGENT_UNIT_ENV=production``) refuses them without one.
     ``public_url`` (default ``$AGENT_UNIT_URL``) is the deployment's own URL, as the A2A card
     shows it: never taken from a request's Host header. ``mcp=False`` leaves out ``POST /mcp``.
+    ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
+    Python runtime): starts and resumes run the run in the request until it parks, ends or
+    yields, and event streams return the events stored so far.
     """
     if engine is None:
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
@@ -82,6 +86,7 @@ def create_agent_unit(
         keepalive=keepalive_seconds,
         poll_interval=poll_interval,
         public_url=public_url if public_url is not None else env.get("AGENT_UNIT_URL"),
+        buffered=buffered,
     )
     routes: list[BaseRoute] = [
         Route("/agents", api.manifest, methods=["GET"]),
@@ -189,6 +194,7 @@ class _Api:
         keepalive: float,
         poll_interval: float,
         public_url: str | None = None,
+        buffered: bool = False,
     ) -> None:
         self.engine = engine
         self.name = name
@@ -199,6 +205,7 @@ class _Api:
         self.keepalive = keepalive
         self.poll_interval = poll_interval
         self.public_url = public_url.rstrip("/") if public_url else None
+        self.buffered = buffered
 
     async def _guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
         self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
@@ -219,6 +226,7 @@ class _Api:
                 keepalive=self.keepalive,
                 poll_interval=self.poll_interval,
                 stop=stop,
+                once=self.buffered,
             )
 
         # x-stream-after: the seq this stream starts after, so a client that loses it
@@ -254,9 +262,9 @@ class _Api:
             raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
         await self._guard(request, "start", {"agent": agent, "thread_id": thread_id})
         if _wants_stream(request):
-            record = await self.engine.start(agent, body.get("input"), thread_id=thread_id)
+            record = await self.engine.start(agent, body.get("input"), thread_id=thread_id, wait=self.buffered)
             return self._stream(record.id, after=0)
-        wait = _flag(request, "wait")
+        wait = _flag(request, "wait") or self.buffered  # a buffered host freezes once it answers
         record = await self.engine.start(agent, body.get("input"), thread_id=thread_id, wait=wait)
         return JSONResponse(record.public(), status_code=200 if wait else 202)
 
@@ -299,9 +307,9 @@ class _Api:
             raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'answer': ...}}")
         if _wants_stream(request):
             after = await self.engine.store.last_seq(record.id)
-            await self.engine.resume(record.id, body.get("answer"))
+            await self.engine.resume(record.id, body.get("answer"), wait=self.buffered)
             return self._stream(record.id, after=after)
-        wait = _flag(request, "wait")
+        wait = _flag(request, "wait") or self.buffered
         resumed = await self.engine.resume(record.id, body.get("answer"), wait=wait)
         return JSONResponse(
             (resumed if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202

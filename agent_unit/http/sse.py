@@ -35,8 +35,20 @@ async def event_stream(
     keepalive: float,
     poll_interval: float,
     stop: asyncio.Event,
+    once: bool = False,
 ) -> AsyncIterator[bytes]:
-    """SSE messages for the run's events after ``after``, until it parks or ends (or ``stop``)."""
+    """SSE messages for the run's events after ``after``, until it parks or ends (or ``stop``).
+
+    ``once``: the events stored so far, then the end (hosts that buffer a response, like AWS
+    Lambda's Python runtime, could not send a stream that waits; the client reconnects with
+    Last-Event-ID for more).
+    """
+    if once:
+        while events := await engine.store.read_events(run_id, after=after, limit=500):
+            for event in events:
+                yield b"id: %d\ndata: %s\n\n" % (event.seq, event.data.encode())
+                after = event.seq
+        return
     idle = 0.0
     while not stop.is_set():
         waiter = engine.tail.listen(run_id)  # before reading: a write after the read still wakes us

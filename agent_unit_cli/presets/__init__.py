@@ -51,6 +51,7 @@ class Preset:
     check: Callable[[Any, BuildOptions], None] | None = None  # refuses a config the host cannot run
     context: Callable[[Any, BuildOptions], dict[str, Any]] | None = None  # more template values
     finish: Callable[[Finish], list[str]] | None = None  # the preset's own last steps; the files it wrote
+    requirements: tuple[str, ...] = ()  # what the host's entry needs besides the runtime (pinned at build)
 
 
 def _load() -> dict[str, Preset]:

@@ -1,0 +1,1 @@
+"""Entry shims the serverless builds use: one module per host, each imported only by its build."""

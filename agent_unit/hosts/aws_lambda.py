@@ -1,0 +1,85 @@
+"""AWS Lambda: one handler for HTTP events (through Mangum) and the scheduled sweep.
+
+- The app, its engine and its store client are made once per container, at the first
+  invocation, and reused: Mangum runs every invocation on the same event loop, so the store's
+  connections stay open between them. Lifespan is off: it would run per invocation.
+- An EventBridge schedule whose input is ``{"agent_unit": "sweep"}`` runs the sweep: it wakes
+  due sleepers and recovers runs whose invocation ended mid-step (their lease lapsed).
+- Lambda's Python runtime sends a response only once it is complete, so the app is
+  ``buffered``: a start or resume runs the run in the invocation until it parks, ends or
+  yields at its budget, then answers with the events so far; the client reads the rest from
+  ``/runs/{id}/events`` with ``Last-Event-ID``.
+- A run that yields continues in a fresh invocation: :func:`continue_at` POSTs
+  ``/__agent-unit/continue`` at the function's own URL (configured, never taken from a
+  request) with the secret, and returns once the request is on its way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["continue_at", "lambda_handler"]
+
+log = logging.getLogger("agent_unit.hosts.aws_lambda")
+
+SWEEP = {"agent_unit": "sweep"}
+
+
+def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
+    """The engine's ``on_continue``: hand a yielded run to a fresh invocation at ``url``.
+
+    The POST is sent and not waited for: the continuation answers only when its own slice ends,
+    and this invocation must not stay open until then. If it is lost, the run is queued with
+    ``due_at`` set, so the next sweep continues it.
+    """
+
+    async def on_continue(run_id: str) -> None:
+        import httpx
+
+        if not url:
+            log.warning("run %s yielded but AGENT_UNIT_URL is not set: the next sweep continues it", run_id)
+            return
+        headers = {"authorization": f"Bearer {secret}"} if secret else {}
+        timeout = httpx.Timeout(10.0, read=1.0)  # connected and sent; the answer is not needed
+        try:
+            async with httpx.AsyncClient(timeout=timeout) as client:
+                await client.post(f"{url.rstrip('/')}/__agent-unit/continue", json={"run_id": run_id}, headers=headers)
+        except httpx.ReadTimeout:
+            pass  # the continuation is running in its own invocation
+        except httpx.HTTPError as exc:
+            log.warning("continuing run %s at %s failed (%s): the next sweep continues it", run_id, url, exc)
+
+    return on_continue
+
+
+def lambda_handler(create_app: Callable[[], Any]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler for the app ``create_app()`` makes (once per container)."""
+    state: dict[str, Any] = {}
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if "app" not in state:
+            from mangum import Mangum
+
+            state["app"] = app = create_app()
+            state["mangum"] = Mangum(app, lifespan="off")
+        if isinstance(event, dict) and event.get("agent_unit") == SWEEP["agent_unit"]:
+            loop = _loop()
+            result = loop.run_until_complete(state["app"].engine.sweep(wait=True))
+            return {"woken": result.woken, "recovered": result.recovered, "deleted": result.deleted}
+        response: dict[str, Any] = state["mangum"](event, context)
+        return response
+
+    return handler
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """The event loop Mangum runs invocations on (one per container), made if there is none yet."""
+    try:
+        return asyncio.get_event_loop()
+    except RuntimeError:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        return loop
