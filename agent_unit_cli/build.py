@@ -87,6 +87,10 @@ def routes(base_path: str) -> list[str]:
         f"POST   {prefix}/runs/{{id}}/resume",
         f"POST   {prefix}/runs/{{id}}/cancel",
         f"DELETE {prefix}/runs/{{id}}",
+        f"POST   {prefix}/agents/{{name}}/ag-ui",
+        f"POST   {prefix}/mcp",
+        f"POST   {prefix}/a2a",
+        f"GET    {prefix}/.well-known/agent-card.json",
     ]
 
 
