@@ -46,6 +46,21 @@ def _store_driver(storage: str) -> list[str]:
         return [driver]
 
 
+def _mcp(config: Config, requirements: list[str]) -> list[str]:
+    """The MCP SDK, when MCP is on (``mcp = true``, or the project's requirements name it).
+
+    It is large (tens of MB with its dependencies), so a build carries it only when asked;
+    without it ``POST /mcp`` answers 501 and says what to install.
+    """
+    named = any(req.replace("_", "-").lower().startswith(("mcp", "agent-unit[mcp")) for req in requirements)
+    if config.mcp is False or not (config.mcp or named):
+        return []
+    try:
+        return [f"mcp=={importlib.metadata.version('mcp')}"]
+    except importlib.metadata.PackageNotFoundError:
+        return ["mcp>=2.3,<3"]
+
+
 MARKER = ".agent-unit-build"
 SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
 
@@ -210,7 +225,8 @@ def build(
         progress("copying the project")
         _copy_source(root, home / "app")
         progress("vendoring dependencies with pip")
-        _vendor(chosen, [*_store_driver(storage), *_project_requirements(root)], home / "vendor", options)
+        requirements = _project_requirements(root)
+        _vendor(chosen, [*_store_driver(storage), *_mcp(config, requirements), *requirements], home / "vendor", options)
 
     progress("rendering templates")
     templates = Environment(

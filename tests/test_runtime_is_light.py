@@ -5,7 +5,24 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("agent_unit_cli", "typer", "rich", "jinja2", "jsonschema", "ag_ui", "starlette", "redis", "psycopg", "boto3")
+HEAVY = (
+    "agent_unit_cli",
+    "typer",
+    "rich",
+    "jinja2",
+    "jsonschema",
+    "ag_ui",
+    "starlette",
+    "redis",
+    "psycopg",
+    "boto3",
+    "mcp",
+    "a2a",
+    "pydantic_ai",
+    "agents",
+    "langgraph",
+    "mangum",
+)
 
 
 def test_import_agent_unit_loads_nothing_heavy() -> None:

@@ -1,0 +1,315 @@
+"""``POST /mcp``: every agent is an MCP tool, served by the official ``mcp`` SDK (2.x).
+
+``tools/list`` lists the agents; ``tools/call`` starts a run and answers once it parks or
+ends; a run that pauses for a human answers with its run id and the pending interrupt, and
+the built-in ``resume_run`` tool answers it. The contract is ``spec/mcp.md``.
+
+The SDK's low-level server and its streamable HTTP session manager run stateless and answer
+with JSON. A new manager serves each request: its ``run()`` may be entered only once per
+instance, and serverless hosts run the lifespan per invocation (a mounted app gets none), so
+it is never started from a lifespan. The server itself holds only the handlers (no
+connection state), so it is built once and shared. Stateless also means any process behind
+a load balancer can answer any request: everything a client needs next is in the run id.
+Only POST is routed: a stateless GET stream would never end.
+
+The SDK takes about a second to import, so it is imported here, on the first request to
+``/mcp``, and never when ``agent_unit`` is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import AgentNotFound, AgentUnitError, InvalidArgument, InvalidInput
+from ..records import RunRecord, RunStatus
+
+if TYPE_CHECKING:
+    from mcp.server import ServerRequestContext
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
+
+    from ..agent import Agent
+    from .app import _Api
+
+__all__ = ["RESUME_TOOL", "app", "tool_input_schema"]
+
+log = logging.getLogger("agent_unit.http.mcp")
+
+RESUME_TOOL = "resume_run"
+"""The built-in tool that answers a paused run; no agent may take its name."""
+
+_INSTALL = 'pip install "agent-unit[mcp]"'
+
+_RESUME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "run_id": {"type": "string", "description": "The run_id a paused tool call returned."},
+        "answer": {"description": "The answer to the pending interrupt; it must fit the interrupt's answer_schema."},
+    },
+    "required": ["run_id", "answer"],
+    "additionalProperties": False,
+}
+
+_PAUSE_HINT = f"If the run pauses for an answer, the result gives its run_id and what it waits for: call {RESUME_TOOL}."
+
+_INSTRUCTIONS = (
+    "Each tool runs one agent durably and returns once the run finishes or pauses. A paused run "
+    f"returns its run_id and the interrupt it waits for (name, payload, answer_schema): call {RESUME_TOOL} "
+    "with that run_id and an answer fitting the answer_schema to continue it."
+)
+
+
+def app(api: _Api) -> ASGIApp:
+    """The ``/mcp`` endpoint for ``api``'s agents; a 501 answer when the SDK is missing."""
+    try:
+        from mcp.server.lowlevel import Server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+    except ImportError:
+        return _refuse(501, "mcp_not_installed", f"POST /mcp needs the MCP SDK: {_INSTALL}")
+    installed = _installed_version()
+    if installed is not None and not installed.startswith("2."):
+        # 1.x registers handlers with decorators and has no stateless per-request era
+        return _refuse(501, "mcp_not_installed", f"POST /mcp needs mcp 2.x, not {installed}: {_INSTALL}")
+
+    from .. import __version__
+
+    agents = api.engine.agents
+    if RESUME_TOOL in agents:
+        # Renaming either would surprise: a client reading spec/mcp.md expects resume_run to
+        # resume, and the agent's own name everywhere else. So the clash is refused, loudly.
+        message = (
+            f"an agent is named {RESUME_TOOL!r}, the name of the MCP tool that resumes paused runs: "
+            "rename the agent, or leave MCP out with create_agent_unit(mcp=False)"
+        )
+        log.error("agent-unit: POST /mcp is refused: %s", message)
+        return _refuse(500, "mcp_tool_clash", message)
+
+    tools = _Tools(api, agents)
+    server: Server[Any] = Server(
+        api.name,
+        version=__version__,
+        instructions=_INSTRUCTIONS,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+        # the 2026-07-28 transport checks Mcp-Param-* headers against a tool's schema: from here,
+        # without calling tools/list once per call
+        get_tool_input_schema=tools.input_schema,
+    )
+    # DNS-rebinding protection is off on purpose: it refuses any Host header not on a fixed
+    # list, and a deployment is reached by names this process cannot know (its domain, a load
+    # balancer's, a proxy's). Like every other route of the API, /mcp is guarded by the
+    # ``authorize`` hook instead; a Host allow-list, where one is wanted, belongs in front of
+    # the whole app (e.g. Starlette's TrustedHostMiddleware), not on this one route.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await api._guard(Request(scope), "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
+        except AgentUnitError as exc:
+            await JSONResponse(exc.to_dict(), status_code=exc.status)(scope, receive, send)
+            return
+        manager = StreamableHTTPSessionManager(
+            server,
+            json_response=True,
+            stateless=True,
+            security_settings=security,
+            max_request_body_size=api.max_body_bytes,
+        )
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+
+    return serve
+
+
+def _installed_version() -> str | None:
+    """The installed SDK's version; None where its metadata was left out (a vendored copy)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp")
+    except PackageNotFoundError:
+        return None
+
+
+def _refuse(status: int, code: str, message: str) -> ASGIApp:
+    response = JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+    async def refuse(scope: Scope, receive: Receive, send: Send) -> None:
+        await response(scope, receive, send)
+
+    return refuse
+
+
+def tool_input_schema(schema: dict[str, Any], *, required: bool = True) -> tuple[dict[str, Any], bool]:
+    """The agent's input schema as an MCP tool's (which must be an object), and whether it was wrapped.
+
+    An object schema is used as it is; any other is wrapped as ``{"input": <schema>}``, with
+    its ``$defs`` moved to the root so that its ``#/$defs/...`` references still resolve.
+    """
+    if schema.get("type") == "object":
+        return schema, False
+    inner = dict(schema)
+    defs = inner.pop("$defs", None)
+    wrapped: dict[str, Any] = {"type": "object", "properties": {"input": inner}, "additionalProperties": False}
+    if required:
+        wrapped["required"] = ["input"]
+    if defs:
+        wrapped["$defs"] = defs
+    return wrapped, True
+
+
+class _Tools:
+    """The tools: one per agent, and ``resume_run``. Built once, as the agents are fixed."""
+
+    def __init__(self, api: _Api, agents: dict[str, Agent]) -> None:
+        from mcp.types import Tool
+
+        self._api = api
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self._wrapped: set[str] = set()
+        tools: list[Tool] = []
+        for name, agent in sorted(agents.items()):
+            schema, wrapped = tool_input_schema(agent.input_schema, required=not _accepts_none(agent))
+            if wrapped:
+                self._wrapped.add(name)
+            self._schemas[name] = schema
+            description = f"{agent.description.strip() or f'Runs the agent {name}.'}\n\n{_PAUSE_HINT}"
+            tools.append(Tool(name=name, description=description, input_schema=schema))
+        self._schemas[RESUME_TOOL] = _RESUME_SCHEMA
+        tools.append(
+            Tool(
+                name=RESUME_TOOL,
+                description=(
+                    "Answers a paused run's pending interrupt and continues it; returns like the agent's own "
+                    "tool: its output once it finishes, or the next interrupt if it pauses again."
+                ),
+                input_schema=_RESUME_SCHEMA,
+            )
+        )
+        self._tools = tools
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        return self._schemas.get(name)
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        from mcp.types import ListToolsResult
+
+        return ListToolsResult(tools=self._tools)
+
+    async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+        """Every failure is a tool error (``isError``), so the model sees it and can correct itself."""
+        try:
+            if not isinstance(ctx.request, Request):
+                raise RuntimeError("an MCP call reached agent-unit without its HTTP request")
+            arguments = params.arguments or {}
+            if params.name == RESUME_TOOL:
+                record = await self._resume(ctx.request, arguments)
+            else:
+                record = await self._start(ctx.request, params.name, arguments)
+            return _run_result(record)
+        except AgentUnitError as exc:
+            return _error_result(exc.code, exc.message, exc.details)
+        except Exception as exc:  # a tool error, never a stack trace, reaches the client
+            log.exception("agent-unit: unexpected error in MCP tool %r", params.name, exc_info=exc)
+            return _error_result("internal", "internal error: the server logged the details")
+
+    async def _start(self, request: Request, name: str, arguments: dict[str, Any]) -> RunRecord:
+        if name not in self._schemas:
+            raise AgentNotFound(f"no tool named {name!r}: tools/list lists them")
+        if name in self._wrapped:
+            unknown = sorted(set(arguments) - {"input"})
+            if unknown:
+                raise InvalidInput(f"unknown argument(s) {', '.join(unknown)}: send {{'input': ...}}")
+            value: Any = arguments.get("input")
+        else:
+            value = arguments
+        await self._api._guard(request, "mcp", {"agent": name, "thread_id": None})
+        return await self._api.engine.start(name, value, wait=True)
+
+    async def _resume(self, request: Request, arguments: dict[str, Any]) -> RunRecord:
+        run_id = arguments.get("run_id")
+        unknown = sorted(set(arguments) - {"run_id", "answer"})
+        if unknown or not isinstance(run_id, str) or "answer" not in arguments:
+            raise InvalidArgument(f"send {{'run_id': ..., 'answer': ...}} to {RESUME_TOOL}")
+        engine = self._api.engine
+        record = await engine.get(run_id)
+        await self._api._guard(request, "mcp", {"id": record.id, "agent": record.agent, "thread_id": record.thread_id})
+        return await engine.resume(record.id, arguments["answer"], wait=True)
+
+
+def _accepts_none(agent: Agent) -> bool:
+    """Whether the agent takes no input at all, so a wrapped ``input`` may be left out."""
+    try:
+        agent.validate_input(None)
+    except Exception:  # noqa: BLE001 - any refusal means the input is needed
+        return False
+    return True
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _result(text: str, structured: dict[str, Any] | None, record: RunRecord, *, error: bool = False) -> CallToolResult:
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(
+        content=[TextContent(text=text)],
+        structured_content=structured,
+        is_error=error,
+        # the run behind every answer, for clients that link to it (GET /runs/{id})
+        meta={"agent-unit/run_id": record.id, "agent-unit/status": record.status.value},
+    )
+
+
+def _run_result(record: RunRecord) -> CallToolResult:
+    """A run that parked or ended, as a tool result."""
+    status = record.status
+    if status == RunStatus.completed:
+        output = record.output
+        return _result(_text(output), output if isinstance(output, dict) else None, record)
+    if status == RunStatus.interrupted and record.interrupt is not None:
+        interrupt = record.interrupt
+        pending = {"name": interrupt.name, "payload": interrupt.payload, "answer_schema": interrupt.answer_schema}
+        text = (
+            f"Run {record.id} is paused: it waits for an answer to {interrupt.name!r}.\n"
+            f"payload: {_text(interrupt.payload)}\n"
+            f"answer_schema: {json.dumps(interrupt.answer_schema)}\n"
+            f'To continue it, call {RESUME_TOOL} with {{"run_id": "{record.id}", "answer": <an answer fitting '
+            "answer_schema>}."
+        )
+        return _result(text, {"run_id": record.id, "status": status.value, "interrupt": pending}, record)
+    if status == RunStatus.failed:
+        message = record.error.message if record.error is not None else "the run failed"
+        error = record.error.model_dump(mode="json") if record.error is not None else None
+        text = f"Run {record.id} failed: {message}"
+        return _result(text, {"run_id": record.id, "status": status.value, "error": error}, record, error=True)
+    if status == RunStatus.cancelled:
+        text = f"Run {record.id} was cancelled."
+        return _result(text, {"run_id": record.id, "status": status.value}, record, error=True)
+    if status == RunStatus.sleeping:
+        wake_at = record.wake_at.isoformat() if record.wake_at is not None else None
+        text = f"Run {record.id} is sleeping until {wake_at}; it continues by itself."
+        return _result(text, {"run_id": record.id, "status": status.value, "wake_at": wake_at}, record)
+    # queued or running: its execution went on elsewhere (a budget handed it to the host)
+    text = f"Run {record.id} is still {status.value}; it continues by itself."
+    return _result(text, {"run_id": record.id, "status": status.value}, record)
+
+
+def _error_result(code: str, message: str, details: Any = None) -> CallToolResult:
+    from mcp.types import CallToolResult, TextContent
+
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return CallToolResult(
+        content=[TextContent(text=f"{code}: {message}")], structured_content={"error": error}, is_error=True
+    )
