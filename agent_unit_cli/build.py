@@ -29,7 +29,7 @@ from .presets import PRESETS, BuildOptions, Finish, Preset
 __all__ = ["BuildError", "BuildResult", "build"]
 
 # What a built server needs at run time (the CLI's own dependencies stay out).
-RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn")
+RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn", "ag-ui-protocol")
 STORE_DRIVERS = {"redis": "redis", "rediss": "redis", "postgres": "psycopg[binary]", "postgresql": "psycopg[binary]"}
 STORE_DRIVERS |= {"dynamodb": "boto3"}
 """The driver a built app needs for its storage URL's scheme (pinned to the version installed here)."""
