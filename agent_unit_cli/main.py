@@ -91,6 +91,7 @@ def dev(
     import uvicorn
 
     os.environ["AGENT_UNIT_ROOT"] = str(root.resolve())
+    os.environ.setdefault("AGENT_UNIT_URL", f"http://localhost:{port}")  # the A2A card's URL in development
     uvicorn.run(
         "agent_unit_cli.dev:app",
         factory=True,

@@ -37,7 +37,14 @@ class Server:
     def __init__(self, store: str, *, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_STORE": store, **(env or {})}
+        # The server's own URL, as a deployment configures it (the A2A card shows it).
+        self._env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TEST_STORE": store,
+            "AGENT_UNIT_URL": self.url,
+            **(env or {}),
+        }
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Server:

@@ -1,0 +1,498 @@
+"""A2A: the agent card and ``POST /a2a``, where an A2A task is a durable agent-unit run.
+
+Task id = run id, context id = thread id. Nothing is kept in this process: every answer is
+read from the engine, so a task survives a restart and any server over the same store
+serves it (an in-memory task store, as A2A servers commonly keep, would lose it).
+
+The JSON-RPC methods are the ones a2a-sdk's client sends: ``SendMessage``,
+``SendStreamingMessage``, ``GetTask``, ``CancelTask`` and ``SubscribeToTask`` (A2A 1.0), and
+``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel`` and ``tasks/resubscribe``
+(A2A 0.3) on the same endpoint. The contract a client author follows is ``spec/a2a.md``.
+
+The app imports this module at the first A2A request, and it imports no A2A SDK at all
+(see :mod:`.a2a_shapes`). Authorization goes through the app's ``authorize`` hook with the
+same actions as the HTTP routes (``start``, ``resume``, ``get``, ``cancel``, ``events``;
+``manifest`` for the card), so one policy governs a run whichever protocol touches it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..answers import check_answer
+from ..errors import (
+    AgentUnitError,
+    Forbidden,
+    InvalidAnswer,
+    InvalidInput,
+    RunConflict,
+    RunNotFound,
+    Unauthorized,
+)
+from ..records import RunRecord, RunStatus
+from .a2a_shapes import (
+    CONTENT_TYPE_NOT_SUPPORTED,
+    EXTENDED_CARD_NOT_CONFIGURED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    PUSH_NOT_SUPPORTED,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    UNSUPPORTED_OPERATION,
+    VERSION_NOT_SUPPORTED,
+    Dialect,
+    Incoming,
+    Json,
+    RpcError,
+    agent_card,
+    field_violations,
+    input_from,
+    read_message,
+    stream_items,
+    task,
+    to_v03,
+)
+from .sse import SSEResponse, event_stream
+
+if TYPE_CHECKING:
+    from .app import _Api
+
+__all__ = ["app", "card"]
+
+log = logging.getLogger("agent_unit.http.a2a")
+
+# The reason each code carries in a 1.0 error's ``google.rpc.ErrorInfo``, as a2a-sdk writes it.
+_REASONS = {
+    TASK_NOT_FOUND: "TASK_NOT_FOUND",
+    TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE",
+    PUSH_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION",
+    CONTENT_TYPE_NOT_SUPPORTED: "CONTENT_TYPE_NOT_SUPPORTED",
+    EXTENDED_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+    INVALID_PARAMS: "INVALID_PARAMS",
+    INVALID_REQUEST: "INVALID_REQUEST",
+    METHOD_NOT_FOUND: "METHOD_NOT_FOUND",
+    INTERNAL_ERROR: "INTERNAL_ERROR",
+}
+_INTERNAL = "internal error: the server logged the details"
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+_BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
+_V03_CODES = frozenset(
+    {PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR} | set(range(-32007, -32000))
+)
+
+# Methods of A2A that are not served, and why: a precise error beats "method not found".
+_NOT_SERVED = {
+    **dict.fromkeys(
+        (
+            "CreateTaskPushNotificationConfig",
+            "GetTaskPushNotificationConfig",
+            "ListTaskPushNotificationConfigs",
+            "DeleteTaskPushNotificationConfig",
+            "tasks/pushNotificationConfig/set",
+            "tasks/pushNotificationConfig/get",
+            "tasks/pushNotificationConfig/list",
+            "tasks/pushNotificationConfig/delete",
+        ),
+        (PUSH_NOT_SUPPORTED, "push notifications are not served: stream the task, or poll GetTask"),
+    ),
+    **dict.fromkeys(
+        ("GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"),
+        (EXTENDED_CARD_NOT_CONFIGURED, "there is no extended card: the public card lists every skill"),
+    ),
+    "ListTasks": (
+        UNSUPPORTED_OPERATION,
+        "ListTasks is not served: GET /runs?thread_id=<contextId> lists a context's runs",
+    ),
+}
+
+
+class PublicUrlMissing(AgentUnitError):
+    """The card must name the deployment's own URL, and the configuration does not give it."""
+
+    code, status = "public_url_missing", 500
+
+
+def card(api: _Api) -> ASGIApp:
+    """``GET /.well-known/agent-card.json`` (and the older ``agent.json``): the agent card.
+
+    The endpoint's URL is the configured public URL (``public_url`` / ``AGENT_UNIT_URL``)
+    plus the path the app is mounted at; never the request's Host header, which the client
+    chooses. Without a public URL the card is a 500 that tells the operator to set it.
+    """
+
+    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        await api._guard(request, "manifest", {})
+        if not api.public_url:
+            raise PublicUrlMissing(
+                "the agent card needs this deployment's own URL: set AGENT_UNIT_URL (or public_url=) "
+                "to the URL clients reach it at, e.g. https://agents.example.com"
+            )
+        body = agent_card(api.name, api.engine.agents, _endpoint_url(api.public_url, scope.get("root_path", "")))
+        await JSONResponse(body)(scope, receive, send)
+
+    return endpoint
+
+
+def _endpoint_url(public_url: str, root_path: str) -> str:
+    """``public_url`` + the mount path + ``/a2a``; a public URL that already ends with the mount path keeps it once."""
+    root = root_path.rstrip("/")
+    if root and urlsplit(public_url).path.rstrip("/").endswith(root):
+        root = ""
+    return f"{public_url}{root}/a2a"
+
+
+def app(api: _Api) -> ASGIApp:
+    """``POST /a2a``: the JSON-RPC endpoint."""
+    return _JsonRpc(api)
+
+
+Handler = Callable[[Request, Json, Dialect, "str | int | None"], Awaitable["Json | SSEResponse"]]
+
+
+class _JsonRpc:
+    """One JSON-RPC 2.0 request per POST; errors are JSON-RPC errors (HTTP 200), as a2a-sdk's server answers.
+
+    The exceptions are authentication and authorization: the ``authorize`` hook's 401/403
+    stay HTTP statuses, as A2A asks of its transports.
+    """
+
+    def __init__(self, api: _Api) -> None:
+        self.api = api
+        self.engine = api.engine
+        self.methods: dict[str, tuple[Handler, Dialect]] = {
+            "SendMessage": (self.send, "1.0"),
+            "SendStreamingMessage": (self.send_streaming, "1.0"),
+            "GetTask": (self.get, "1.0"),
+            "CancelTask": (self.cancel, "1.0"),
+            "SubscribeToTask": (self.subscribe, "1.0"),
+            "message/send": (self.send, "0.3"),
+            "message/stream": (self.send_streaming, "0.3"),
+            "tasks/get": (self.get, "0.3"),
+            "tasks/cancel": (self.cancel, "0.3"),
+            "tasks/resubscribe": (self.subscribe, "0.3"),
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        response = await self.handle(request)
+        await response(scope, receive, send)
+
+    async def handle(self, request: Request) -> Response | SSEResponse:
+        request_id: str | int | None = None
+        dialect: Dialect = "1.0"
+        try:
+            payload = await self._read(request)
+            if isinstance(payload, list):
+                raise RpcError(INVALID_REQUEST, "batch requests are not supported: send one request object")
+            if not isinstance(payload, dict):
+                raise RpcError(INVALID_REQUEST, "the body must be a JSON-RPC request object")
+            raw_id = payload.get("id")
+            if raw_id is None or (isinstance(raw_id, str | int) and not isinstance(raw_id, bool)):
+                request_id = raw_id
+            else:
+                raise RpcError(INVALID_REQUEST, "id must be a string, a whole number or null")
+            if payload.get("jsonrpc") != "2.0":
+                raise RpcError(INVALID_REQUEST, "jsonrpc must be exactly '2.0'")
+            method = payload.get("method")
+            if not isinstance(method, str) or not method:
+                raise RpcError(INVALID_REQUEST, "method is required")
+            if method not in self.methods:
+                code, message = _NOT_SERVED.get(method, (METHOD_NOT_FOUND, f"method {method!r} does not exist"))
+                raise RpcError(code, message)
+            handler, dialect = self.methods[method]
+            _check_version(request)
+            params = payload.get("params", {})
+            if not isinstance(params, dict):
+                raise RpcError(INVALID_PARAMS, "params must be an object")
+            result = await handler(request, params, dialect, request_id)
+        except RpcError as exc:
+            return _error(request_id, exc, dialect)
+        except (Unauthorized, Forbidden):
+            raise  # the app answers 401/403
+        except AgentUnitError as exc:
+            return _error(request_id, _rpc_error(exc), dialect)
+        except Exception:
+            log.exception("agent-unit: unexpected error on POST /a2a")
+            return _error(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect)
+        if isinstance(result, SSEResponse):
+            return result
+        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    async def _read(self, request: Request) -> Any:
+        """The body as JSON, refused past ``max_body_bytes`` before it is read whole (as every route is)."""
+        limit = self.api.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise RpcError(
+                INVALID_REQUEST, f"the body is {int(declared):,} bytes, over the limit of {limit:,} (max_body_bytes)"
+            )
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RpcError(INVALID_REQUEST, f"the body is over the limit of {limit:,} bytes (max_body_bytes)")
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks))
+        except ValueError as exc:
+            raise RpcError(PARSE_ERROR, f"the body is not valid JSON: {exc}") from None
+
+    # -- methods -----------------------------------------------------------------------------
+
+    async def send(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
+        """SendMessage: start a task, or answer one that waits for input; by default wait until it parks or ends."""
+        incoming = read_message(params, dialect)
+        configuration = params.get("configuration") or {}
+        if not isinstance(configuration, dict):
+            raise RpcError(INVALID_PARAMS, "configuration must be an object")
+        if dialect == "1.0":
+            wait = not configuration.get("returnImmediately", False)
+        else:
+            wait = configuration.get("blocking", True) is not False
+        if incoming.task_id is not None:
+            record = await self._waiting_task(request, incoming)
+            answer = input_from(incoming, lambda value: _fits_answer(record, value))
+            resumed = await self.engine.resume(record.id, answer, wait=wait)
+            record = resumed if wait else await self.engine.get(record.id)
+        else:
+            agent = await self._new_task(request, incoming)
+            value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
+            record = await self.engine.start(agent, value, thread_id=incoming.context_id, wait=wait)
+        body = task(record)
+        return to_v03(body) if dialect == "0.3" else {"task": body}
+
+    async def send_streaming(
+        self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None
+    ) -> SSEResponse:
+        """SendStreamingMessage: the task, then its status and artifact updates until it parks or ends."""
+        incoming = read_message(params, dialect)
+        if incoming.task_id is not None:
+            record = await self._waiting_task(request, incoming)
+            answer = input_from(incoming, lambda value: _fits_answer(record, value))
+            after = await self.engine.store.last_seq(record.id)
+            await self.engine.resume(record.id, answer)
+        else:
+            agent = await self._new_task(request, incoming)
+            value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
+            record, after = await self.engine.start(agent, value, thread_id=incoming.context_id), 0
+        first = {"task": task(record, state="TASK_STATE_WORKING")}
+        return self._stream(record, first, after, dialect, request_id)
+
+    async def get(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
+        record = await self._task(request, params, "get")
+        body = task(record)
+        return to_v03(body) if dialect == "0.3" else body
+
+    async def cancel(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
+        record = await self._task(request, params, "cancel")
+        try:
+            if record.finished:
+                raise RunConflict(f"run {record.id} is already {record.status.value}")
+            record = await self.engine.cancel(record.id)
+        except RunConflict:
+            state = task(await self.engine.get(record.id))["status"]["state"]
+            raise RpcError(TASK_NOT_CANCELABLE, f"task {record.id} cannot be canceled: it is {state}") from None
+        body = task(record)
+        return to_v03(body) if dialect == "0.3" else body
+
+    async def subscribe(
+        self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None
+    ) -> SSEResponse:
+        """SubscribeToTask: the task as it is, then its updates until it parks or ends."""
+        record = await self._task(request, params, "events")
+        if record.finished:
+            state = task(record)["status"]["state"]
+            raise RpcError(
+                UNSUPPORTED_OPERATION, f"task {record.id} is in a terminal state ({state}): GetTask reads it"
+            )
+        after = await self.engine.store.last_seq(record.id)
+        record = await self.engine.get(record.id)  # after the seq: its status covers every event up to it
+        return self._stream(record, {"task": task(record)}, after, dialect, request_id)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    async def _task(self, request: Request, params: Json, action: str) -> RunRecord:
+        task_id = params.get("id")
+        if not isinstance(task_id, str) or not task_id:
+            raise RpcError(INVALID_PARAMS, "params.id (the task id) is required")
+        record = await self.engine.get(task_id)
+        await self.api._guard(request, action, _run_info(record))
+        return record
+
+    async def _waiting_task(self, request: Request, incoming: Incoming) -> RunRecord:
+        """The task a message answers: it must exist, belong to the message's context, and wait for input."""
+        assert incoming.task_id is not None
+        record = await self.engine.get(incoming.task_id)
+        await self.api._guard(request, "resume", _run_info(record))
+        if incoming.context_id is not None and incoming.context_id != record.thread_id:
+            raise RpcError(
+                INVALID_PARAMS, f"task {record.id} belongs to context {record.thread_id!r}, not {incoming.context_id!r}"
+            )
+        if incoming.skill is not None and incoming.skill != record.agent:
+            raise RpcError(INVALID_PARAMS, f"task {record.id} runs skill {record.agent!r}, not {incoming.skill!r}")
+        if record.status != RunStatus.interrupted:
+            state = task(record)["status"]["state"]
+            if record.finished:
+                raise RpcError(UNSUPPORTED_OPERATION, f"task {record.id} is in a terminal state ({state})")
+            raise RpcError(
+                UNSUPPORTED_OPERATION,
+                f"task {record.id} is {state}: it takes a message only when it asks for input (input-required)",
+            )
+        return record
+
+    async def _new_task(self, request: Request, incoming: Incoming) -> str:
+        """The agent a new task runs: the skill the message names, or the only one there is."""
+        agents = self.engine.agents
+        names = ", ".join(sorted(agents)) or "none"
+        if incoming.skill is not None:
+            if incoming.skill not in agents:
+                raise RpcError(INVALID_PARAMS, f"no skill {incoming.skill!r}: the skills are {names}")
+            agent = incoming.skill
+        elif len(agents) == 1:
+            agent = next(iter(agents))
+        else:
+            raise RpcError(
+                INVALID_PARAMS, f"name the skill to run in message.metadata.skill: one of {names} (the card lists them)"
+            )
+        await self.api._guard(request, "start", {"agent": agent, "thread_id": incoming.context_id})
+        return agent
+
+    def _stream(
+        self, record: RunRecord, first: Json, after: int, dialect: Dialect, request_id: str | int | None
+    ) -> SSEResponse:
+        run_id, thread_id = record.id, record.thread_id
+
+        def frame(result: Json, final: bool = False) -> bytes:
+            if dialect == "0.3":
+                result = to_v03(result, final=final)
+            data = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, separators=(",", ":"))
+            return b"data: %s\n\n" % data.encode()
+
+        def body(stop: Any) -> AsyncIterator[bytes]:
+            async def frames() -> AsyncIterator[bytes]:
+                yield frame(first)
+                events = event_stream(
+                    self.engine,
+                    run_id,
+                    after=after,
+                    follow=False,
+                    keepalive=self.api.keepalive,
+                    poll_interval=self.api.poll_interval,
+                    stop=stop,
+                )
+                try:
+                    async for chunk in events:
+                        parsed = _parse_sse(chunk)
+                        if parsed is None:
+                            yield chunk  # a keep-alive comment
+                            continue
+                        for result, final in stream_items(run_id, thread_id, *parsed):
+                            yield frame(result, final)
+                except Exception:  # the response has started: the error can only be the stream's last event
+                    log.exception("agent-unit: the A2A stream of run %s failed", run_id)
+                    failure = _error_body(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect)
+                    yield b"event: error\ndata: %s\n\n" % json.dumps(failure, separators=(",", ":")).encode()
+
+            return frames()
+
+        return SSEResponse(body, headers={"x-run-id": run_id})
+
+
+def _parse_sse(chunk: bytes) -> tuple[int, Json] | None:
+    """``id: <seq>`` and ``data: <event>`` from one message of :func:`event_stream`; None for a comment."""
+    if chunk.startswith(b":"):
+        return None
+    fields = dict(line.split(b": ", 1) for line in chunk.strip().split(b"\n"))
+    return int(fields[b"id"]), json.loads(fields[b"data"])
+
+
+def _run_info(record: RunRecord) -> dict[str, Any]:
+    return {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
+
+
+def _fits_input(agent: Any, value: Any) -> bool:
+    try:
+        agent.validate_input(value)
+    except InvalidInput:
+        return False
+    return True
+
+
+def _fits_answer(record: RunRecord, value: Any) -> bool:
+    try:
+        check_answer(record, value)
+    except InvalidAnswer:
+        return False
+    return True
+
+
+def _check_version(request: Request) -> None:
+    """``A2A-Version``, when sent, must be 0.3 or 1.x; a client that sends none is served by method name."""
+    version = request.headers.get("a2a-version", "").strip()
+    if not version:
+        return
+    major, _, minor = version.partition(".")
+    if major == "1" or (major == "0" and minor.split(".")[0] == "3"):
+        return
+    raise RpcError(VERSION_NOT_SUPPORTED, f"A2A version {version!r} is not supported: this server speaks 1.0 and 0.3")
+
+
+def _rpc_error(exc: AgentUnitError) -> RpcError:
+    """The engine's errors as A2A's codes."""
+    if isinstance(exc, RunNotFound):
+        return RpcError(TASK_NOT_FOUND, f"task not found: {exc.message}", reason=exc.code)
+    if isinstance(exc, InvalidInput):
+        hint = " (send the input as a data part, or as text: a string, or the JSON of the input)"
+        return RpcError(INVALID_PARAMS, exc.message + hint, details=exc.details, reason=exc.code)
+    if isinstance(exc, InvalidAnswer):
+        message = f"{exc.message}; the task still waits for input"
+        return RpcError(INVALID_PARAMS, message, details=exc.details, reason=exc.code)
+    if isinstance(exc, RunConflict):
+        return RpcError(UNSUPPORTED_OPERATION, exc.message, reason=exc.code)
+    if exc.status >= 500:
+        log.error("agent-unit: %s on POST /a2a: %s", exc.code, exc.message)
+    return RpcError(INTERNAL_ERROR if exc.status >= 500 else INVALID_PARAMS, exc.message, reason=exc.code)
+
+
+def _error(request_id: str | int | None, error: RpcError, dialect: Dialect) -> JSONResponse:
+    return JSONResponse(_error_body(request_id, error, dialect))
+
+
+def _error_body(request_id: str | int | None, error: RpcError, dialect: Dialect) -> Json:
+    """The JSON-RPC error response: 1.0 carries typed details (``google.rpc.ErrorInfo``), 0.3 plain data."""
+    body: Json = {"code": error.code, "message": error.message}
+    if dialect == "1.0":
+        if error.code in _REASONS:
+            metadata = {"code": error.reason} if error.reason else {}
+            details: list[Json] = [
+                {
+                    "@type": _ERROR_INFO,
+                    "reason": _REASONS[error.code],
+                    "domain": "a2a-protocol.org",
+                    "metadata": metadata,
+                }
+            ]
+            if error.details:
+                details.append({"@type": _BAD_REQUEST, "fieldViolations": field_violations(error.details)})
+            body["data"] = details
+    else:
+        if error.code not in _V03_CODES:
+            body["code"] = INTERNAL_ERROR  # a code 0.3 does not know
+        data = {key: value for key, value in (("code", error.reason), ("details", error.details)) if value}
+        if data:
+            body["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}

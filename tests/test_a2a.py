@@ -1,0 +1,620 @@
+"""A2A: the card and ``POST /a2a``, checked with a2a-sdk's own types and driven by its own client.
+
+The durable path runs against a real uvicorn process over SQLite, restarted between a task's
+pause and its answer; the error cases run in process (httpx over ASGI).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.base_client import BaseClient
+from a2a.client.card_resolver import parse_agent_card
+from a2a.compat.v0_3 import types as v03
+from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    InvalidParamsError,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    TaskState,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict, ParseDict
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Mount
+
+from agent_unit import create_agent_unit
+
+from .a2a_agents import AGENTS, echo
+from .server import Server
+
+URL = "http://unit"
+LEGACY_CARD_FIELDS = {"url", "preferredTransport", "protocolVersion", "additionalInterfaces"}  # A2A 0.3's
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def message(*parts: Part, skill: str | None = None, task_id: str = "", context_id: str = "") -> Message:
+    """A user's message, as an A2A client builds it."""
+    built = Message(
+        message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task_id, context_id=context_id, parts=list(parts)
+    )
+    if skill is not None:
+        built.metadata.update({"skill": skill})
+    return built
+
+
+def text(value: str) -> Part:
+    return Part(text=value)
+
+
+def data(value: Any) -> Part:
+    return ParseDict({"data": value}, Part())
+
+
+async def send(client: BaseClient, msg: Message, **configuration: Any) -> list[StreamResponse]:
+    request = SendMessageRequest(message=msg, configuration=SendMessageConfiguration(**configuration))
+    return [event async for event in client.send_message(request)]
+
+
+def only_task(events: list[StreamResponse]) -> Task:
+    assert len(events) == 1 and events[0].HasField("task"), events
+    return events[0].task
+
+
+def output_of(found: Task) -> Any:
+    """The output artifact's one part, as JSON."""
+    [artifact] = found.artifacts
+    assert artifact.artifact_id == "output"
+    [part] = MessageToDict(artifact)["parts"]
+    return part.get("text", part.get("data"))
+
+
+def interrupt_of(found: Task) -> dict[str, Any]:
+    """What an input-required task waits for: its status message's data part."""
+    parts = MessageToDict(found.status.message)["parts"]
+    return next(part["data"] for part in parts if "data" in part)
+
+
+@contextlib.asynccontextmanager
+async def a2a_client(
+    base_url: str, *, streaming: bool = False, http: httpx.AsyncClient | None = None
+) -> AsyncIterator[tuple[BaseClient, AgentCard]]:
+    """a2a-sdk's client for the agent at ``base_url``: the card resolved, the transport chosen from it."""
+    async with contextlib.AsyncExitStack() as stack:
+        if http is None:
+            http = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        card = await A2ACardResolver(http, base_url).get_agent_card()
+        client = ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(card)
+        assert isinstance(client, BaseClient)
+        yield client, card
+
+
+def v03_client(http: httpx.AsyncClient, card: AgentCard, *, streaming: bool = False) -> BaseClient:
+    """a2a-sdk's A2A 0.3 client (the JSON-RPC method names of older clients) on the card's 0.3 interface."""
+    [interface] = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+    transport = CompatJsonRpcTransport(http, card, interface.url, is_shared_httpx=True)
+    return BaseClient(card, ClientConfig(httpx_client=http, streaming=streaming), transport, [])
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    app = create_agent_unit(AGENTS, store="memory://", public_url=URL)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as client:
+        client.app = app  # type: ignore[attr-defined]
+        yield client
+    await app.engine.aclose()
+
+
+async def rpc(http: httpx.AsyncClient, method: str, params: Any = None) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 7, "method": method, **({"params": params} if params is not None else {})}
+    response = await http.post("/a2a", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def user(*parts: dict[str, Any], skill: str | None = "echo", **fields: Any) -> dict[str, Any]:
+    """A 1.0 message as JSON."""
+    msg = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": list(parts), **fields}
+    if skill is not None:
+        msg["metadata"] = {"skill": skill}
+    return msg
+
+
+def user03(*parts: dict[str, Any], skill: str | None = "echo", **fields: Any) -> dict[str, Any]:
+    """A 0.3 message as JSON."""
+    msg = {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user", "parts": list(parts), **fields}
+    if skill is not None:
+        msg["metadata"] = {"skill": skill}
+    return msg
+
+
+def strict(payload: dict[str, Any], proto: Any) -> Any:
+    """Parse 1.0 JSON with a2a-sdk's protobuf types, refusing any field they do not define."""
+    return ParseDict(payload, proto)
+
+
+def same_v03(payload: dict[str, Any], model: Any) -> None:
+    """0.3 JSON that a2a-sdk's 0.3 models read and write back unchanged: no stray or misnamed field."""
+    assert model.model_validate(payload).model_dump(mode="json", by_alias=True, exclude_none=True) == payload
+
+
+# -- the card --------------------------------------------------------------------------------
+
+
+async def test_card_at_both_paths_is_a_valid_card_with_one_skill_per_agent(http: httpx.AsyncClient) -> None:
+    current = (await http.get("/.well-known/agent-card.json")).json()
+    older = (await http.get("/.well-known/agent.json")).json()
+    assert current == older
+    card = parse_agent_card(json.loads(json.dumps(current)))  # a2a-sdk's own reading of a card
+    assert [skill.id for skill in card.skills] == sorted(AGENTS)
+    assert {skill.id: skill.description for skill in card.skills}["echo"] == "Echoes a text back."
+    assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        (f"{URL}/a2a", "JSONRPC", "1.0"),
+        (f"{URL}/a2a", "JSONRPC", "0.3"),
+    ]
+    assert card.capabilities.streaming is True and card.capabilities.push_notifications is False
+    strict({k: v for k, v in current.items() if k not in LEGACY_CARD_FIELDS}, AgentCard())  # no stray 1.0 field
+    [extension] = card.capabilities.extensions
+    schemas = MessageToDict(extension.params)["skills"]
+    assert schemas["refund"]["inputSchema"]["required"] == ["order_id"]
+    assert schemas["count"]["inputSchema"] == {"type": "integer"}
+    legacy = v03.AgentCard.model_validate(current)  # what an A2A 0.3 client reads
+    assert legacy.url == f"{URL}/a2a" and legacy.preferred_transport == "JSONRPC"
+    assert [skill.id for skill in legacy.skills] == sorted(AGENTS) and legacy.capabilities.streaming is True
+
+
+async def test_the_card_never_takes_its_url_from_the_host_header(http: httpx.AsyncClient) -> None:
+    card = (await http.get("/.well-known/agent-card.json", headers={"host": "evil.example"})).json()
+    assert {i["url"] for i in card["supportedInterfaces"]} == {f"{URL}/a2a"} and card["url"] == f"{URL}/a2a"
+
+
+async def test_without_a_public_url_the_card_tells_the_operator_what_to_set() -> None:
+    app = create_agent_unit(AGENTS, store="memory://")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        response = await http.get("/.well-known/agent-card.json")
+        assert response.status_code == 500
+        error = response.json()["error"]
+        assert error["code"] == "public_url_missing" and "AGENT_UNIT_URL" in error["message"]
+        # The endpoint itself needs no URL.
+        reply = await rpc(http, "SendMessage", {"message": user({"text": "hi"})})
+        assert reply["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    await app.engine.aclose()
+
+
+@pytest.mark.parametrize(
+    ("public_url", "base_path", "mount", "card_path", "endpoint"),
+    [
+        ("https://a.example", "/api/agents", "", "/api/agents", "https://a.example/api/agents/a2a"),
+        ("https://a.example/api/agents", "/api/agents", "", "/api/agents", "https://a.example/api/agents/a2a"),
+        ("https://a.example", "/", "/agents", "/agents", "https://a.example/agents/a2a"),
+    ],
+)
+async def test_the_endpoint_url_follows_where_the_app_is_mounted(
+    public_url: str, base_path: str, mount: str, card_path: str, endpoint: str
+) -> None:
+    unit = create_agent_unit(AGENTS, store="memory://", public_url=public_url, base_path=base_path)
+    app: Any = Starlette(routes=[Mount(mount, app=unit)]) if mount else unit
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        card = (await http.get(f"{card_path}/.well-known/agent-card.json")).json()
+        assert card["supportedInterfaces"][0]["url"] == endpoint
+        reply = (await http.post(f"{card_path}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})).json()
+        assert reply["error"]["code"] == -32602
+    await unit.engine.aclose()
+
+
+# -- a real server, restarted between a pause and its answer ---------------------------------
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    running = Server(f"sqlite:///{tmp_path / 'runs.db'}", env={"TEST_AGENTS": "tests.a2a_agents:AGENTS"})
+    running.start()
+    yield running
+    running.stop()
+
+
+async def test_sdk_client_finishes_a_task_and_answers_one_across_a_restart(server: Server) -> None:
+    async with a2a_client(server.url) as (client, card):
+        assert card.supported_interfaces[0].url == f"{server.url}/a2a"
+        done = only_task(await send(client, message(text("hello"), skill="echo")))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED and output_of(done) == "echo: HELLO"
+
+        parked = only_task(await send(client, message(data({"order_id": "o_1"}), skill="refund")))
+        assert parked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert parked.status.message.role == Role.ROLE_AGENT
+        asked = interrupt_of(parked)
+        assert asked["interrupt"] == "approve-refund" and asked["payload"] == {"id": "o_1", "amount": 42}
+        assert asked["answerSchema"]["required"] == ["approved"]
+
+    server.restart()  # a new process over the same SQLite file: nothing of the task was in memory
+
+    async with a2a_client(server.url) as (client, _):
+        again = await client.get_task(GetTaskRequest(id=parked.id))
+        assert again.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and again.context_id == parked.context_id
+        with pytest.raises(InvalidParamsError, match="approved"):  # an answer that does not fit: still parked
+            await send(client, message(data({"approved": "maybe"}), task_id=parked.id))
+        assert (await client.get_task(GetTaskRequest(id=parked.id))).status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        answered = only_task(await send(client, message(text('{"approved": true}'), task_id=parked.id)))
+        assert answered.id == parked.id and answered.context_id == parked.context_id
+        assert answered.status.state == TaskState.TASK_STATE_COMPLETED
+        assert output_of(answered) == {"order_id": "o_1", "status": "refunded"}
+        with pytest.raises(UnsupportedOperationError, match="terminal"):
+            await send(client, message(text('{"approved": true}'), task_id=parked.id))
+
+
+async def test_sdk_client_streams_a_task_to_its_pause_and_from_its_answer_across_a_restart(server: Server) -> None:
+    async with a2a_client(server.url, streaming=True) as (client, card):
+        assert card.capabilities.streaming
+        events = await send(client, message(data({"order_id": "o_2"}), skill="refund"))
+        assert events[0].HasField("task") and events[0].task.status.state == TaskState.TASK_STATE_WORKING
+        run_id = events[0].task.id
+        updates = [event.status_update for event in events[1:]]
+        assert all(update.task_id == run_id for update in updates)
+        assert [MessageToDict(u.metadata)["agUiEvent"]["type"] for u in updates] == [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "STEP_FINISHED",
+            "RUN_INTERRUPTED",
+        ]
+        assert updates[-1].status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert {u.status.state for u in updates[:-1]} == {TaskState.TASK_STATE_WORKING}
+
+    server.restart()
+
+    async with a2a_client(server.url, streaming=True) as (client, _):
+        events = await send(client, message(data({"approved": False}), task_id=run_id))
+        assert events[0].task.id == run_id and events[0].task.status.state == TaskState.TASK_STATE_WORKING
+        [artifact] = [event.artifact_update for event in events if event.HasField("artifact_update")]
+        assert MessageToDict(artifact.artifact)["parts"][0]["data"] == {"order_id": "o_2", "status": "declined"}
+        assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+        finished = await client.get_task(GetTaskRequest(id=run_id))
+        assert output_of(finished) == {"order_id": "o_2", "status": "declined"}
+
+
+# -- in process: the methods ------------------------------------------------------------------
+
+
+async def test_get_and_cancel_tasks_with_the_sdk_client(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        parked = only_task(await send(client, message(data({"order_id": "o_3"}), skill="refund")))
+        canceled = await client.cancel_task(CancelTaskRequest(id=parked.id))
+        assert canceled.id == parked.id and canceled.status.state == TaskState.TASK_STATE_CANCELED
+        assert (await client.get_task(GetTaskRequest(id=parked.id))).status.state == TaskState.TASK_STATE_CANCELED
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel_task(CancelTaskRequest(id=parked.id))
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(GetTaskRequest(id="run_nope"))
+        with pytest.raises(TaskNotFoundError):
+            await client.cancel_task(CancelTaskRequest(id="run_nope"))
+        with pytest.raises(TaskNotFoundError):
+            await send(client, message(text("hi"), task_id="run_nope"))
+
+
+async def test_return_immediately_then_subscribe_to_the_task(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        started = only_task(await send(client, message(text("hi"), skill="echo"), return_immediately=True))
+        assert started.status.state == TaskState.TASK_STATE_WORKING
+        await http.app.engine.wait(started.id)  # type: ignore[attr-defined]
+        assert output_of(await client.get_task(GetTaskRequest(id=started.id))) == "echo: HI"
+        working = only_task(
+            await send(client, message(data({"order_id": "o_4"}), skill="refund"), return_immediately=True)
+        )
+    async with a2a_client(URL, http=http, streaming=True) as (client, _):
+        events = [event async for event in client.subscribe(SubscribeToTaskRequest(id=working.id))]
+        assert events[0].HasField("task") and events[0].task.id == working.id
+        last = events[-1].task.status if len(events) == 1 else events[-1].status_update.status
+        assert last.state == TaskState.TASK_STATE_INPUT_REQUIRED  # followed until it asked for input
+        again = [event async for event in client.subscribe(SubscribeToTaskRequest(id=working.id))]
+        assert len(again) == 1 and again[0].task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        with pytest.raises(UnsupportedOperationError, match="terminal"):
+            _ = [event async for event in client.subscribe(SubscribeToTaskRequest(id=started.id))]
+
+
+async def test_failed_sleeping_and_thread_continued_tasks(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        failed = only_task(await send(client, message(text("x"), skill="broken")))
+        assert failed.status.state == TaskState.TASK_STATE_FAILED
+        assert "cannot handle 'x'" in failed.status.message.parts[0].text
+        sleeping = only_task(await send(client, message(text("x"), skill="nap")))
+        assert sleeping.status.state == TaskState.TASK_STATE_WORKING
+        meta = MessageToDict(sleeping.metadata)["agentUnit"]
+        assert meta["status"] == "sleeping" and meta["wakeAt"].endswith("Z")
+        first = only_task(await send(client, message(text("one"), skill="echo")))
+        second = only_task(await send(client, message(text("two"), skill="echo", context_id=first.context_id)))
+        assert second.context_id == first.context_id and second.id != first.id
+
+
+async def test_text_is_the_string_input_or_the_json_of_it(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        as_string = only_task(await send(client, message(text('{"a": 1}'), skill="echo")))
+        assert output_of(as_string) == 'echo: {"A": 1}'  # echo takes a string: the text as it is
+        as_number = only_task(await send(client, message(text("41"), skill="count")))
+        assert output_of(as_number) == 42
+        as_object = only_task(await send(client, message(text('{"order_id": "o_5"}'), skill="refund")))
+        assert as_object.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        with pytest.raises(InvalidParamsError, match="valid dictionary"):
+            await send(client, message(text("not json"), skill="refund"))
+
+
+async def test_the_only_agent_needs_no_skill() -> None:
+    app = create_agent_unit({"echo": echo}, store="memory://", public_url=URL)
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http,
+        a2a_client(URL, http=http) as (client, card),
+    ):
+        assert card.description == "Echoes a text back." and [s.id for s in card.skills] == ["echo"]
+        assert output_of(only_task(await send(client, message(text("solo"))))) == "echo: SOLO"
+    await app.engine.aclose()
+
+
+async def test_older_clients_speak_a2a_0_3_on_the_same_endpoint(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (_, card):
+        for streaming in (False, True):
+            client = v03_client(http, card, streaming=streaming)
+            events = await send(client, message(text('{"order_id": "o_6"}'), skill="refund"))
+            run_id = events[0].task.id
+            parked = await client.get_task(GetTaskRequest(id=run_id))
+            assert parked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            assert interrupt_of(parked)["interrupt"] == "approve-refund"
+            await send(client, message(data({"approved": True}), task_id=run_id))
+            done = await client.get_task(GetTaskRequest(id=run_id))
+            assert output_of(done) == {"order_id": "o_6", "status": "refunded"}
+            counted = await send(client, message(data(41), skill="count"))  # not an object: wrapped the 0.3 way
+            assert output_of(await client.get_task(GetTaskRequest(id=counted[0].task.id))) == 42
+            parked = only_task(await send(v03_client(http, card), message(data({"order_id": "o_7"}), skill="refund")))
+            canceled = await client.cancel_task(CancelTaskRequest(id=parked.id))
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+            with pytest.raises(TaskNotCancelableError):
+                await client.cancel_task(CancelTaskRequest(id=parked.id))
+
+
+# -- every shape, checked against a2a-sdk's types ----------------------------------------------
+
+
+def sse_results(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:])["result"] for line in body.splitlines() if line.startswith("data: ")]
+
+
+async def stream(http: httpx.AsyncClient, method: str, params: Any) -> list[dict[str, Any]]:
+    response = await http.post("/a2a", json={"jsonrpc": "2.0", "id": "s", "method": method, "params": params})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    return sse_results(response.text)
+
+
+async def test_every_1_0_result_parses_strictly_with_the_sdk_types(http: httpx.AsyncClient) -> None:
+    reply = await rpc(http, "SendMessage", {"message": user({"data": {"order_id": "o_8"}}, skill="refund")})
+    parked = strict(reply["result"], SendMessageResponse()).task
+    assert parked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    strict((await rpc(http, "GetTask", {"id": parked.id}))["result"], Task())
+    answer = user({"data": {"approved": True}}, skill=None, taskId=parked.id, contextId=parked.context_id)
+    results = [
+        strict(result, StreamResponse()) for result in await stream(http, "SendStreamingMessage", {"message": answer})
+    ]
+    kinds = [result.WhichOneof("payload") for result in results]
+    assert kinds == ["task", "status_update", "status_update", "status_update", "artifact_update", "status_update"]
+    failed = strict(
+        (await rpc(http, "SendMessage", {"message": user({"text": "x"}, skill="broken")}))["result"],
+        SendMessageResponse(),
+    )
+    assert failed.task.status.state == TaskState.TASK_STATE_FAILED
+    reply = await rpc(http, "SendMessage", {"message": user({"data": {"order_id": "o_9"}}, skill="refund")})
+    canceled = strict((await rpc(http, "CancelTask", {"id": reply["result"]["task"]["id"]}))["result"], Task())
+    assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+    subscribed = await stream(
+        http,
+        "SubscribeToTask",
+        {
+            "id": (await rpc(http, "SendMessage", {"message": user({"data": {"order_id": "o"}}, skill="refund")}))[
+                "result"
+            ]["task"]["id"]
+        },
+    )
+    assert [strict(result, StreamResponse()).task.status.state for result in subscribed] == [
+        TaskState.TASK_STATE_INPUT_REQUIRED
+    ]
+
+
+async def test_every_0_3_result_reads_and_writes_back_unchanged_with_the_sdk_models(http: httpx.AsyncClient) -> None:
+    reply = await rpc(
+        http, "message/send", {"message": user03({"kind": "data", "data": {"order_id": "o_10"}}, skill="refund")}
+    )
+    same_v03(reply, v03.SendMessageSuccessResponse)
+    parked = reply["result"]
+    assert parked["kind"] == "task" and parked["status"]["state"] == "input-required"
+    assert parked["status"]["message"]["role"] == "agent"
+    same_v03(await rpc(http, "tasks/get", {"id": parked["id"]}), v03.GetTaskSuccessResponse)
+    [resubscribed] = await stream(http, "tasks/resubscribe", {"id": parked["id"]})
+    same_v03(resubscribed, v03.Task)
+    assert resubscribed["status"]["state"] == "input-required"
+    answer = user03({"kind": "text", "text": '{"approved": true}'}, skill=None, taskId=parked["id"])
+    results = await stream(http, "message/stream", {"message": answer})
+    models = {
+        "task": v03.Task,
+        "status-update": v03.TaskStatusUpdateEvent,
+        "artifact-update": v03.TaskArtifactUpdateEvent,
+    }
+    for result in results:
+        same_v03(result, models[result["kind"]])
+    assert [r["final"] for r in results if r["kind"] == "status-update"] == [False, False, False, True]
+    assert results[-1]["status"]["state"] == "completed"
+    counted = (await rpc(http, "message/send", {"message": user03({"kind": "text", "text": "41"}, skill="count")}))[
+        "result"
+    ]
+    assert counted["artifacts"][0]["parts"] == [
+        {"kind": "data", "data": {"value": 42}, "metadata": {"data_part_compat": True}}
+    ]
+    other = (
+        await rpc(
+            http, "message/send", {"message": user03({"kind": "text", "text": '{"order_id": "o"}'}, skill="refund")}
+        )
+    )["result"]
+    same_v03(await rpc(http, "tasks/cancel", {"id": other["id"]}), v03.CancelTaskSuccessResponse)
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def call(method: str, params: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params is not None else {})}
+
+
+ERRORS = [
+    # (what, the body (text, or JSON), code, words in the message)
+    ("not JSON", "{nope", -32700, "not valid JSON"),
+    ("a batch", [call("GetTask")], -32600, "batch"),
+    ("not an object", 3, -32600, "request object"),
+    ("no jsonrpc", {"id": 1, "method": "GetTask", "params": {"id": "x"}}, -32600, "jsonrpc"),
+    ("a boolean id", {"jsonrpc": "2.0", "id": True, "method": "GetTask"}, -32600, "id"),
+    ("no method", {"jsonrpc": "2.0", "id": 1}, -32600, "method"),
+    ("unknown method", call("tasks/explode"), -32601, "tasks/explode"),
+    ("params not an object", call("GetTask", [1]), -32602, "params"),
+    ("no task id", call("GetTask", {}), -32602, "params.id"),
+    ("unknown task", call("GetTask", {"id": "run_x"}), -32001, "run_x"),
+    ("no message", call("SendMessage", {}), -32602, "params.message"),
+    (
+        "an agent's message",
+        call("SendMessage", {"message": {**user({"text": "x"}), "role": "ROLE_AGENT"}}),
+        -32602,
+        "ROLE_USER",
+    ),
+    ("no parts", call("SendMessage", {"message": user()}), -32602, "parts"),
+    (
+        "no skill among many",
+        call("SendMessage", {"message": user({"text": "x"}, skill=None)}),
+        -32602,
+        "metadata.skill",
+    ),
+    (
+        "an unknown skill",
+        call("SendMessage", {"message": user({"text": "x"}, skill="nope")}),
+        -32602,
+        "broken, count, echo",
+    ),
+    ("a file", call("SendMessage", {"message": user({"url": "https://f.example/a.pdf"})}), -32005, "file"),
+    ("data and text", call("SendMessage", {"message": user({"text": "a"}, {"data": 1})}), -32602, "not both"),
+    (
+        "input that does not fit",
+        call("SendMessage", {"message": user({"data": {}}, skill="refund")}),
+        -32602,
+        "order_id",
+    ),
+    ("push notifications", call("CreateTaskPushNotificationConfig"), -32003, "push"),
+    ("extended card", call("GetExtendedAgentCard"), -32007, "extended"),
+    ("list tasks", call("ListTasks"), -32004, "ListTasks"),
+    ("0.3 unknown task", call("tasks/get", {"id": "run_x"}), -32001, "run_x"),
+    ("0.3 push notifications", call("tasks/pushNotificationConfig/set"), -32003, "push"),
+    ("0.3 a 1.0 role", call("message/send", {"message": user({"text": "x"})}), -32602, "'user'"),
+    (
+        "0.3 a file",
+        call("message/send", {"message": user03({"kind": "file", "file": {"uri": "https://f.example/a"}})}),
+        -32005,
+        "file",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "body", "code", "words"), ERRORS, ids=[error[0] for error in ERRORS])
+async def test_errors_are_json_rpc_errors_with_a2a_codes(
+    http: httpx.AsyncClient, what: str, body: Any, code: int, words: str
+) -> None:
+    content = body if isinstance(body, str) else json.dumps(body)
+    response = await http.post("/a2a", content=content, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["jsonrpc"] == "2.0" and "result" not in reply
+    assert reply["error"]["code"] == code, reply
+    assert words in reply["error"]["message"], reply
+    assert "Traceback" not in response.text
+    method = body.get("method", "") if isinstance(body, dict) else ""
+    if "/" in method:
+        same_v03(reply, v03.JSONRPCErrorResponse)
+    elif code not in (-32700, -32600):
+        assert reply["error"]["data"][0]["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+async def test_a_wrong_answer_is_an_error_and_the_task_still_waits(http: httpx.AsyncClient) -> None:
+    parked = (await rpc(http, "SendMessage", {"message": user({"data": {"order_id": "o"}}, skill="refund")}))["result"]
+    run_id = parked["task"]["id"]
+    for answer, words in [
+        (user({"data": {"approved": "perhaps"}}, skill=None, taskId=run_id), "approved"),
+        (user({"text": "yes"}, skill=None, taskId=run_id), "still waits"),
+        (user({"data": {"approved": True}}, skill=None, taskId=run_id, contextId="thread_other"), "context"),
+        (user({"data": {"approved": True}}, skill="echo", taskId=run_id), "refund"),
+    ]:
+        reply = await rpc(http, "SendMessage", {"message": answer})
+        assert reply["error"]["code"] == -32602 and words in reply["error"]["message"], reply
+    invalid = await rpc(http, "SendMessage", {"message": user({"data": {"approved": 1.5}}, skill=None, taskId=run_id)})
+    assert invalid["error"]["data"][1]["@type"] == "type.googleapis.com/google.rpc.BadRequest"
+    assert (await rpc(http, "GetTask", {"id": run_id}))["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    sleeping = (await rpc(http, "SendMessage", {"message": user({"text": "x"}, skill="nap")}))["result"]["task"]
+    reply = await rpc(http, "SendMessage", {"message": user({"text": "x"}, skill=None, taskId=sleeping["id"])})
+    assert reply["error"]["code"] == -32004 and "input-required" in reply["error"]["message"]
+
+
+async def test_unsupported_versions_and_oversized_bodies(http: httpx.AsyncClient) -> None:
+    body = call("GetTask", {"id": "x"})
+    reply = (await http.post("/a2a", json=body, headers={"A2A-Version": "2.0"})).json()
+    assert reply["error"]["code"] == -32009
+    for version in ("1.0", "0.3", "0.3.0", "1.2"):
+        assert (await http.post("/a2a", json=body, headers={"A2A-Version": version})).json()["error"]["code"] == -32001
+    app = create_agent_unit(AGENTS, store="memory://", public_url=URL, max_body_bytes=100)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as small:
+        reply = (await small.post("/a2a", json=call("SendMessage", {"message": user({"text": "x" * 200})}))).json()
+        assert reply["error"]["code"] == -32600 and "max_body_bytes" in reply["error"]["message"]
+    await app.engine.aclose()
+
+
+async def test_authorize_sees_the_same_actions_as_the_http_routes() -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def authorize(request: Request, action: str, run: dict[str, Any]) -> bool:
+        seen.append((action, run))
+        return action != "resume" and request.headers.get("x-user") != "mallory"
+
+    app = create_agent_unit(AGENTS, store="memory://", public_url=URL, authorize=authorize)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        assert (await http.get("/.well-known/agent-card.json", headers={"x-user": "mallory"})).status_code == 403
+        parked = (await rpc(http, "SendMessage", {"message": user({"data": {"order_id": "o"}}, skill="refund")}))[
+            "result"
+        ]
+        run_id = parked["task"]["id"]
+        await rpc(http, "GetTask", {"id": run_id})
+        answer = user({"data": {"approved": True}}, skill=None, taskId=run_id)
+        refused = await http.post("/a2a", json=call("SendMessage", {"message": answer}))
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+        await rpc(http, "CancelTask", {"id": run_id})
+    await app.engine.aclose()
+    assert [action for action, _ in seen] == ["manifest", "start", "get", "resume", "cancel"]
+    assert seen[1][1] == {"agent": "refund", "thread_id": None}
+    assert seen[2][1] == {"id": run_id, "agent": "refund", "thread_id": parked["task"]["contextId"]}
+
+
+def test_the_endpoint_imports_no_a2a_sdk() -> None:
+    code = "import sys, agent_unit.http.a2a\nprint(sorted({m.split('.')[0] for m in sys.modules} & {'a2a', 'google'}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
