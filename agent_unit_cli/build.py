@@ -247,6 +247,7 @@ def build(
         "adapters": config.adapters,
         "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
         "app_path": chosen.app_path,
+        "url": config.url,
     }
     if chosen.context is not None:
         context |= chosen.context(config, options)
