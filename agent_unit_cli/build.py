@@ -46,6 +46,14 @@ def _store_driver(storage: str) -> list[str]:
         return [driver]
 
 
+def _pinned(name: str) -> str:
+    """``name`` at the version installed here (the one tested with), or unpinned when it is not installed."""
+    try:
+        return f"{name}=={importlib.metadata.version(name)}"
+    except importlib.metadata.PackageNotFoundError:
+        return name
+
+
 def _mcp(config: Config, requirements: list[str]) -> list[str]:
     """The MCP SDK, when MCP is on (``mcp = true``, or the project's requirements name it).
 
@@ -144,7 +152,7 @@ def _copy_source(root: Path, destination: Path) -> None:
 
 
 def _vendor(preset: Preset, requirements: list[str], destination: Path, options: BuildOptions) -> None:
-    pinned = [f"{name}=={importlib.metadata.version(name)}" for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)]
+    pinned = [_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)]
     command = [
         sys.executable,
         "-m",
@@ -265,9 +273,13 @@ def build(
                     raise BuildError(
                         f"the generated {target.name} is not valid Python ({exc}): check the config values"
                     ) from None
-    if chosen.finish is not None:
-        written += chosen.finish(Finish(root=root, output=output, context=context, options=options, progress=progress))
     (output / MARKER).write_text("written by agent-unit build: the next build replaces this folder\n")
+    if chosen.finish is not None:
+        try:
+            step = Finish(root=root, output=output, context=context, options=options, progress=progress)
+            written += chosen.finish(step)
+        except ValueError as exc:  # the preset refused something it found while finishing
+            raise BuildError(str(exc)) from None
     prefix = f"{chosen.app_path}/" if chosen.app_path else ""
     return BuildResult(
         preset=name,
