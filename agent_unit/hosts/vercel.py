@@ -1,0 +1,188 @@
+"""Vercel: the app a function built by ``agent-unit build --preset vercel`` serves.
+
+Vercel's Python runtime (the ``vercel-runtime`` package, vendored into the function) imports
+the build's entry and serves its ``app``. Around the agent-unit app this adds what the host
+needs, and nothing at import time beyond the standard library:
+
+- An invocation ends only when the runs it started have parked, ended or yielded. Vercel
+  may freeze an instance once its requests are answered, so a run left working after a
+  ``202`` would stall; the response itself is not held back (the runtime streams).
+- A run that reaches its ``budget`` continues in a fresh invocation: a POST to the
+  deployment's own ``/__agent-unit/continue`` with the secret. The URL comes from the
+  configuration or Vercel's environment, never from a request's Host header.
+- Vercel's cron calls the sweep with ``GET`` and ``Authorization: Bearer $CRON_SECRET``:
+  that request reaches the sweep route as a POST, and the cron secret is accepted there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hmac
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from .. import env
+
+__all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets"]
+
+log = logging.getLogger("agent_unit.hosts.vercel")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+# The request a run's execution was started in: its task inherits the context it was made in.
+_request: contextvars.ContextVar[object | None] = contextvars.ContextVar("agent_unit_vercel_request", default=None)
+
+
+def deployment_url(configured: str | None = None) -> str | None:
+    """This deployment's own URL: ``$AGENT_UNIT_URL``, the configured ``url``, else Vercel's.
+
+    In production that is the project's production domain (a deployment's own ``*.vercel.app``
+    URL is behind Deployment Protection there); elsewhere it is the deployment's URL, so a
+    preview continues its runs on the preview's code and store.
+    """
+    url = env.get("AGENT_UNIT_URL") or configured
+    if not url:
+        production = env.get("VERCEL_ENV") == "production"
+        url = (production and env.get("VERCEL_PROJECT_PRODUCTION_URL")) or env.get("VERCEL_URL")
+    if not url:
+        return None
+    return (url if "://" in url else f"https://{url}").rstrip("/")
+
+
+def secrets() -> tuple[str | None, str | None]:
+    """``(secret, cron secret)``: the internal routes' secret is ``$AGENT_UNIT_SECRET``, or
+    ``$CRON_SECRET`` when only that one is set (one secret is then enough)."""
+    cron = env.get("CRON_SECRET") or None
+    return env.get("AGENT_UNIT_SECRET") or cron, cron
+
+
+def continue_at(url: str | None, secret: str | None) -> Callable[[str], Awaitable[None]] | None:
+    """The engine's ``on_continue``: POST ``{url}/__agent-unit/continue`` for a run that yielded.
+
+    The request is sent and its answer not awaited (the continuation answers only when its own
+    slice ends, and this invocation must not last until then). If it is lost, the run stays
+    queued with ``due_at`` set and the next sweep continues it. ``None`` without a URL or a
+    secret: the run then continues in this invocation, which is what a local run wants.
+    """
+    if not url or not secret:
+        return None
+    headers = {"authorization": f"Bearer {secret}"}
+    bypass = env.get("VERCEL_AUTOMATION_BYPASS_SECRET")
+    if bypass:  # Deployment Protection lets the deployment call itself with it
+        headers["x-vercel-protection-bypass"] = bypass
+
+    async def on_continue(run_id: str) -> None:
+        import httpx
+
+        timeout = httpx.Timeout(10.0, read=1.0)  # connected and sent; the answer is not needed
+        try:
+            async with httpx.AsyncClient(timeout=timeout) as client:
+                response = await client.post(f"{url}/__agent-unit/continue", json={"run_id": run_id}, headers=headers)
+        except httpx.ReadTimeout:
+            return  # the continuation is running in its own invocation
+        except httpx.HTTPError as exc:
+            log.warning("continuing run %s at %s failed (%s): the next sweep continues it", run_id, url, exc)
+            return
+        if response.status_code >= 400:
+            log.warning(
+                "continuing run %s at %s: HTTP %s: the next sweep continues it", run_id, url, response.status_code
+            )
+
+    return on_continue
+
+
+class VercelApp:
+    """The ASGI app Vercel's runtime serves: the agent-unit app, held open until its runs settle."""
+
+    def __init__(self, app: Any, *, base_path: str = "/", secret: str | None, cron_secret: str | None) -> None:
+        self.app = app
+        self.engine = app.engine
+        prefix = "/" + base_path.strip("/")
+        self.sweep_path = ("" if prefix == "/" else prefix) + "/__agent-unit/sweep"
+        self._secret = secret
+        self._cron_secret = cron_secret
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # lifespan: the store is checked once per instance
+            return
+        if scope["path"] == self.sweep_path:
+            scope = self._from_cron(scope)
+        request = object()
+        reset = _request.set(request)
+        try:
+            await self.app(scope, receive, send)
+            await self.settle(request)
+        finally:
+            _request.reset(reset)
+
+    async def settle(self, request: object) -> None:
+        """Wait until the runs this request started have parked, ended or yielded.
+
+        Only this request's: Vercel may send another invocation (a continuation, say) to the
+        same instance, and this one must not stay open for that one's work.
+        """
+        while running := [task for task in self._executing() if _started_in(task, request)]:
+            await asyncio.wait(running)
+
+    def _executing(self) -> list[asyncio.Task[None]]:
+        """The engine's executions in this process (the engine has no public list of them yet)."""
+        return [task for task, _ in self.engine._executions.values() if not task.done()]
+
+    def _from_cron(self, scope: Scope) -> Scope:
+        """Vercel's cron sends ``GET`` with its own secret; the sweep route takes a POST with ours."""
+        headers = list(scope["headers"])
+        given = dict(headers).get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = given.partition(" ")
+        if (
+            self._cron_secret
+            and self._secret
+            and self._cron_secret != self._secret
+            and scheme.lower() == "bearer"
+            and hmac.compare_digest(token.strip().encode(), self._cron_secret.encode())
+        ):
+            headers = [(k, v) for k, v in headers if k != b"authorization"]
+            headers.append((b"authorization", f"Bearer {self._secret}".encode("latin-1")))
+        method = "POST" if scope["method"] == "GET" else scope["method"]
+        return {**scope, "method": method, "headers": headers}
+
+
+def _started_in(task: asyncio.Task[Any], request: object) -> bool:
+    get_context = getattr(task, "get_context", None)  # Python 3.12+, as Vercel's runtime needs
+    return get_context is None or get_context().get(_request) is request
+
+
+def create_app(
+    agents: Mapping[str, Any],
+    *,
+    store: Any,
+    url: str | None = None,
+    base_path: str = "/",
+    **options: Any,
+) -> VercelApp:
+    """The agent-unit app for a Vercel function: ``options`` go to ``create_agent_unit``.
+
+    Internal routes need a secret (``$AGENT_UNIT_SECRET`` or ``$CRON_SECRET``); the engine does
+    not sweep by itself (Vercel's cron does) and continues yielded runs at :func:`deployment_url`.
+    """
+    from ..http import create_agent_unit
+
+    secret, cron_secret = secrets()
+    own = deployment_url(url)
+    prefix = "/" + base_path.strip("/")
+    unit = create_agent_unit(
+        agents,
+        store=store,
+        base_path=base_path,
+        secret=secret,
+        require_secret=True,  # a deployed build: the internal routes need the secret
+        public_url=own,
+        background_sweep=False,  # instances freeze between requests: Vercel's cron sweeps
+        on_continue=continue_at(own and own + ("" if prefix == "/" else prefix), secret),
+        **options,
+    )
+    return VercelApp(unit, base_path=base_path, secret=secret, cron_secret=cron_secret)
