@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +14,7 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import TypeAdapter
 
-from agent_unit import RunEngine, RunStatus
+from agent_unit import RunStatus
 from agent_unit.adapters.langgraph import adapter as langgraph_adapter
 from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
 from agent_unit.run import RunState
@@ -27,6 +23,7 @@ from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, TestUnit, assert_adapter, create_test_unit
 
 from . import langgraph_fixtures as fixtures
+from .crash import recover, start_and_kill
 from .server import Server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -261,55 +258,17 @@ def test_an_approval_survives_a_restart_of_a_real_server(tmp_path: Path) -> None
     assert kinds(effects.read_text().splitlines()) == ["prepare", "approve", "approve", "charge"]
 
 
-CHILD = """
-import asyncio, sys
-from agent_unit import RunEngine
-from agent_unit.stores.sqlite import SQLiteStore
-from tests.langgraph_fixtures import AGENTS
-
-async def main():
-    engine = RunEngine(AGENTS, SQLiteStore(sys.argv[1]), lease_ttl="1s")
-    record = await engine.start("crashable", {"items": []})
-    print(record.id, flush=True)
-    await engine.wait(record.id)
-
-asyncio.run(main())
-"""
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-async def test_sigkill_inside_a_node_reruns_only_that_node_with_the_same_key(tmp_path: Path) -> None:
+async def test_sigkill_inside_a_node_reruns_only_that_node_with_the_same_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db, effects, marker = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker"
-    environment = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "EFFECTS_FILE": str(effects),
-        "HANG_IN_NODE_TWO": "1",
-        "HANG_MARKER": str(marker),
-    }
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], env=environment, stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    run_id = child.stdout.readline().strip()
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert time.monotonic() < deadline, "the child never reached node two"
-        await asyncio.sleep(0.02)
-    os.kill(child.pid, signal.SIGKILL)
-    assert child.wait(timeout=10) == -signal.SIGKILL
-
-    os.environ["EFFECTS_FILE"] = str(effects)
-    try:
-        engine = RunEngine(fixtures.AGENTS, SQLiteStore(db), lease_ttl="1s", background_sweep=False)
-        stuck = await engine.get(run_id)
-        assert stuck.status == RunStatus.running
-        await asyncio.sleep(max(0.0, (stuck.lease_expires or 0) - time.time()) + 0.05)
-        result = await engine.sweep(wait=True)
-        assert result.recovered == 1 and result.run_ids == (run_id,)
-        done = await engine.get(run_id)
-        await engine.aclose()
-        await engine.store.close()
-    finally:
-        del os.environ["EFFECTS_FILE"]
+    env = {"EFFECTS_FILE": str(effects), "HANG_IN_NODE_TWO": "1"}
+    run_id = await start_and_kill(
+        db, "tests.langgraph_fixtures:AGENTS", "crashable", {"items": []}, marker=marker, env=env
+    )
+    monkeypatch.setenv("EFFECTS_FILE", str(effects))
+    done = await recover(fixtures.AGENTS, db, run_id)
 
     assert done.status == RunStatus.completed and done.attempt == 2, done.error
     assert done.output == {"items": ["one", "two"]}

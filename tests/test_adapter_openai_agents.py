@@ -5,12 +5,7 @@ Every model here is scripted (tests/openai_agents_fixtures.py): nothing touches 
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +14,7 @@ from ag_ui.core import Event
 from agents import Agent, function_tool, handoff
 from pydantic import BaseModel, TypeAdapter
 
-from agent_unit import RunEngine, RunStatus, use_run
+from agent_unit import RunStatus, use_run
 from agent_unit.adapters.openai_agents import adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.client import SyncAgentClient
@@ -28,6 +23,7 @@ from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
 
+from .crash import recover, start_and_kill
 from .openai_agents_fixtures import (
     AGENTS,
     Items,
@@ -189,46 +185,17 @@ def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:
     assert effects.read_text().splitlines() == [f"refund o_1 {idempotency_key(run_id, 'tool:refund#call_1')}"]
 
 
-CHILD = """
-import asyncio, sys
-from agent_unit import RunEngine
-from agent_unit.stores.sqlite import SQLiteStore
-from tests.openai_agents_fixtures import AGENTS
-
-async def main():
-    engine = RunEngine(AGENTS, SQLiteStore(sys.argv[1]), lease_ttl="1s")
-    record = await engine.start("crashable", "charge my card")
-    print(record.id, flush=True)
-    await engine.wait(record.id)
-
-asyncio.run(main())
-"""
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 async def test_sigkill_inside_a_tool_call_is_recovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db, effects, calls, marker = (tmp_path / name for name in ("runs.db", "effects.txt", "calls.txt", "marker"))
     files = {"EFFECTS_FILE": str(effects), "MODEL_CALLS_FILE": str(calls)}
-    environment = {**os.environ, **files, "PYTHONPATH": str(ROOT), "HANG_IN_TOOL": "1", "HANG_MARKER": str(marker)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], env=environment, stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    run_id = child.stdout.readline().strip()
-    deadline = time.monotonic() + 20
-    while not marker.exists():
-        assert time.monotonic() < deadline, "the child never reached the tool"
-        await asyncio.sleep(0.02)
-    os.kill(child.pid, signal.SIGKILL)
-    assert child.wait(timeout=10) == -signal.SIGKILL
+    agents = "tests.openai_agents_fixtures:AGENTS"
+    env = {**files, "HANG_IN_TOOL": "1"}
+    run_id = await start_and_kill(db, agents, "crashable", "charge my card", marker=marker, env=env)
     assert len(calls.read_text().splitlines()) == 1
-
     for name, value in files.items():
         monkeypatch.setenv(name, value)
-    engine = RunEngine(AGENTS, SQLiteStore(db), lease_ttl="1s", background_sweep=False)
-    stuck = await engine.get(run_id)
-    await asyncio.sleep(max(0.0, (stuck.lease_expires or 0) - time.time()) + 0.05)
-    assert (await engine.sweep(wait=True)).recovered == 1
-    done = await engine.get(run_id)
-    await engine.aclose()
+    done = await recover(AGENTS, db, run_id)
 
     assert done.status == RunStatus.completed and done.output == "done: charged 5" and done.attempt == 2
     key = idempotency_key(run_id, "tool:charge#call_c")

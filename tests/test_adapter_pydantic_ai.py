@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +16,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_unit import RunEngine, RunStatus, use_run
+from agent_unit import RunStatus, use_run
 from agent_unit.adapters.pydantic_ai import adapter
 from agent_unit.errors import InvalidAnswer, InvalidInput
 from agent_unit.run import idempotency_key
@@ -28,7 +24,8 @@ from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
 
 from . import pydantic_ai_fixtures as fixtures
-from .server import ROOT, Server
+from .crash import recover, start_and_kill
+from .server import Server
 
 EVENT = TypeAdapter(Event)
 
@@ -254,46 +251,15 @@ def test_approval_survives_a_restart_of_the_http_server(tmp_path: Path) -> None:
     assert effects.read_text().splitlines() == ["model support 1", f"refund o_1 {key}", "model support 3"]
 
 
-CHILD = """
-import asyncio, sys
-from agent_unit import RunEngine
-from agent_unit.stores.sqlite import SQLiteStore
-from tests.pydantic_ai_fixtures import AGENTS
-
-async def main():
-    engine = RunEngine(AGENTS, SQLiteStore(sys.argv[1]), lease_ttl="1s")
-    record = await engine.start("charger", "charge")
-    print(record.id, flush=True)
-    await engine.wait(record.id)
-
-asyncio.run(main())
-"""
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-async def test_sigkill_mid_tool_recovers_with_the_same_key_and_no_repeated_model_call(tmp_path: Path) -> None:
+async def test_sigkill_mid_tool_recovers_with_the_same_key_and_no_repeated_model_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db, effects, marker = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker"
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "EFFECTS_FILE": str(effects), "HANG_MARKER": str(marker)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], env=environment, stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    run_id = child.stdout.readline().strip()
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert time.monotonic() < deadline, "the child never reached the tool"
-        await asyncio.sleep(0.02)
-    os.kill(child.pid, signal.SIGKILL)
-    assert child.wait(timeout=10) == -signal.SIGKILL
-
-    os.environ["EFFECTS_FILE"] = str(effects)
-    try:
-        engine = RunEngine(fixtures.AGENTS, SQLiteStore(db), lease_ttl="1s", background_sweep=False)
-        stuck = await engine.get(run_id)
-        await asyncio.sleep(max(0.0, (stuck.lease_expires or 0) - time.time()) + 0.05)
-        assert (await engine.sweep(wait=True)).recovered == 1
-        done = await engine.get(run_id)
-        await engine.aclose()
-    finally:
-        del os.environ["EFFECTS_FILE"]
+    agents = "tests.pydantic_ai_fixtures:AGENTS"
+    run_id = await start_and_kill(db, agents, "charger", "charge", marker=marker, env={"EFFECTS_FILE": str(effects)})
+    monkeypatch.setenv("EFFECTS_FILE", str(effects))
+    done = await recover(fixtures.AGENTS, db, run_id)
     assert done.status == RunStatus.completed and done.output == "done: charged 42"
     key = idempotency_key(run_id, "tool:charge#call_1")
     assert effects.read_text().splitlines() == [

@@ -21,6 +21,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ._continue import continue_at as _continue_at
+
 __all__ = ["continue_at", "lambda_handler"]
 
 log = logging.getLogger("agent_unit.hosts.aws_lambda")
@@ -31,28 +33,16 @@ SWEEP = {"agent_unit": "sweep"}
 def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
     """The engine's ``on_continue``: hand a yielded run to a fresh invocation at ``url``.
 
-    The POST is sent and not waited for: the continuation answers only when its own slice ends,
-    and this invocation must not stay open until then. If it is lost, the run is queued with
-    ``due_at`` set, so the next sweep continues it.
+    Without a URL the run stays queued and the next scheduled sweep continues it (continuing
+    here would run past this invocation's budget).
     """
+    if url:
+        return _continue_at(url, secret)
 
-    async def on_continue(run_id: str) -> None:
-        import httpx
+    async def sweep_later(run_id: str) -> None:
+        log.warning("run %s yielded but AGENT_UNIT_URL is not set: the next sweep continues it", run_id)
 
-        if not url:
-            log.warning("run %s yielded but AGENT_UNIT_URL is not set: the next sweep continues it", run_id)
-            return
-        headers = {"authorization": f"Bearer {secret}"} if secret else {}
-        timeout = httpx.Timeout(10.0, read=1.0)  # connected and sent; the answer is not needed
-        try:
-            async with httpx.AsyncClient(timeout=timeout) as client:
-                await client.post(f"{url.rstrip('/')}/__agent-unit/continue", json={"run_id": run_id}, headers=headers)
-        except httpx.ReadTimeout:
-            pass  # the continuation is running in its own invocation
-        except httpx.HTTPError as exc:
-            log.warning("continuing run %s at %s failed (%s): the next sweep continues it", run_id, url, exc)
-
-    return on_continue
+    return sweep_later
 
 
 def lambda_handler(create_app: Callable[[], Any]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .. import env
+from ._continue import continue_at as _continue_at
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets"]
 
@@ -61,38 +62,16 @@ def secrets() -> tuple[str | None, str | None]:
 
 
 def continue_at(url: str | None, secret: str | None) -> Callable[[str], Awaitable[None]] | None:
-    """The engine's ``on_continue``: POST ``{url}/__agent-unit/continue`` for a run that yielded.
+    """The engine's ``on_continue`` (see :func:`agent_unit.hosts._continue.continue_at`).
 
-    The request is sent and its answer not awaited (the continuation answers only when its own
-    slice ends, and this invocation must not last until then). If it is lost, the run stays
-    queued with ``due_at`` set and the next sweep continues it. ``None`` without a URL or a
-    secret: the run then continues in this invocation, which is what a local run wants.
+    ``None`` without a URL or a secret: the run then continues in this invocation, which is
+    what a local run wants. With Deployment Protection on, the bypass secret lets the
+    deployment call itself.
     """
     if not url or not secret:
         return None
-    headers = {"authorization": f"Bearer {secret}"}
     bypass = env.get("VERCEL_AUTOMATION_BYPASS_SECRET")
-    if bypass:  # Deployment Protection lets the deployment call itself with it
-        headers["x-vercel-protection-bypass"] = bypass
-
-    async def on_continue(run_id: str) -> None:
-        import httpx
-
-        timeout = httpx.Timeout(10.0, read=1.0)  # connected and sent; the answer is not needed
-        try:
-            async with httpx.AsyncClient(timeout=timeout) as client:
-                response = await client.post(f"{url}/__agent-unit/continue", json={"run_id": run_id}, headers=headers)
-        except httpx.ReadTimeout:
-            return  # the continuation is running in its own invocation
-        except httpx.HTTPError as exc:
-            log.warning("continuing run %s at %s failed (%s): the next sweep continues it", run_id, url, exc)
-            return
-        if response.status_code >= 400:
-            log.warning(
-                "continuing run %s at %s: HTTP %s: the next sweep continues it", run_id, url, response.status_code
-            )
-
-    return on_continue
+    return _continue_at(url, secret, {"x-vercel-protection-bypass": bypass} if bypass else None)
 
 
 class VercelApp:

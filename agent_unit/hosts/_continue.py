@@ -1,0 +1,43 @@
+"""Handing a run that yielded at its budget to a fresh invocation at the deployment's own URL."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+__all__ = ["continue_at"]
+
+log = logging.getLogger("agent_unit.hosts")
+
+
+def continue_at(
+    url: str, secret: str | None, headers: Mapping[str, str] | None = None
+) -> Callable[[str], Awaitable[None]]:
+    """The engine's ``on_continue``: POST ``{url}/__agent-unit/continue`` with the secret.
+
+    The request is sent and its answer not awaited: the continuation answers only when its own
+    slice ends, and this invocation must not last until then. If it is lost, the run stays
+    queued with ``due_at`` set and the next sweep continues it. ``url`` is the deployment's
+    own, from configuration: never one taken from a request.
+    """
+    sent = {**(headers or {}), **({"authorization": f"Bearer {secret}"} if secret else {})}
+    target = f"{url.rstrip('/')}/__agent-unit/continue"
+
+    async def on_continue(run_id: str) -> None:
+        import httpx
+
+        timeout = httpx.Timeout(10.0, read=1.0)  # connected and sent; the answer is not needed
+        try:
+            async with httpx.AsyncClient(timeout=timeout) as client:
+                response = await client.post(target, json={"run_id": run_id}, headers=sent)
+        except httpx.ReadTimeout:
+            return  # the continuation is running in its own invocation
+        except httpx.HTTPError as exc:
+            log.warning("continuing run %s at %s failed (%s): the next sweep continues it", run_id, url, exc)
+            return
+        if response.status_code >= 400:
+            log.warning(
+                "continuing run %s at %s: HTTP %s: the next sweep continues it", run_id, url, response.status_code
+            )
+
+    return on_continue
