@@ -103,3 +103,8 @@ async def test_postgres_serves_more_callers_than_it_has_connections(postgres_url
     assert [record.id for record in loaded if record] == [record.id for record in records]
     assert store._pool._open <= 2  # type: ignore[attr-defined]
     await store.close()
+
+
+async def test_a_malformed_postgres_url_never_echoes_its_password() -> None:
+    message = await refused("postgres://app:s3cret@127.0.0.1:notaport/runs", "s3cret")
+    assert "cannot be used" in message

@@ -161,6 +161,7 @@ class PostgresStore:
     def __init__(self, url: str, *, pool_max: int = 10) -> None:
         self.url = safe_url(url)
         self._conninfo = url
+        self._secret = _password(url)
         self._pool = _Connections(url, pool_max)
         self._ready = False
         self._opening = asyncio.Lock()
@@ -188,7 +189,8 @@ class PostgresStore:
                 async with conn:
                     await _migrate(conn)
             except psycopg.Error as exc:
-                raise StoreUnavailable(f"the store at {self.url} cannot be used: {_reason(exc)}") from None
+                reason = _reason(exc, self._secret)
+                raise StoreUnavailable(f"the store at {self.url} cannot be used: {reason}") from None
             self._ready = True
 
     async def check(self) -> None:
@@ -212,7 +214,8 @@ class PostgresStore:
             except psycopg.OperationalError as exc:
                 await self._pool.drop_idle()  # after a restart they are all dead: not one failure at a time
                 if not read or attempt == 2:
-                    raise StoreUnavailable(f"the store at {self.url} cannot be reached: {_reason(exc)}") from None
+                    reason = _reason(exc, self._secret)
+                    raise StoreUnavailable(f"the store at {self.url} cannot be reached: {reason}") from None
         raise AssertionError("unreachable")
 
     async def _write(self, sql: str, params: dict[str, Any], run_id: str) -> int | None:
@@ -411,10 +414,20 @@ async def _migrate(conn: Any) -> None:
             await conn.execute("INSERT INTO agent_unit_migrations (version) VALUES (%s)", (version,))
 
 
-def _reason(exc: BaseException) -> str:
-    """The driver's reason, first line only, without the connection string."""
+def _password(url: str) -> str | None:
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def _reason(exc: BaseException, secret: str | None = None) -> str:
+    """The driver's reason, first line only, with the password blotted out if the driver echoed it."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text
+    return text.replace(secret, "***") if secret else text
 
 
 class _Connections:
