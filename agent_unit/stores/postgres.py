@@ -17,16 +17,16 @@ start with nothing to do reads one row and takes no lock.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import RUN_COLUMNS, journal_from_row, run_from_row, run_row
+from ._pg_pool import Connections
 from ._url import StoreUnavailable, safe_url
 
 __all__ = ["PostgresStore"]
@@ -162,7 +162,7 @@ class PostgresStore:
         self.url = safe_url(url)
         self._conninfo = url
         self._secret = _password(url)
-        self._pool = _Connections(url, pool_max)
+        self._pool = Connections(url, pool_max)
         self._ready = False
         self._opening = asyncio.Lock()
         self._listener: asyncio.Task[None] | None = None
@@ -428,85 +428,3 @@ def _reason(exc: BaseException, secret: str | None = None) -> str:
     """The driver's reason, first line only, with the password blotted out if the driver echoed it."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text.replace(secret, "***") if secret else text
-
-
-class _Connections:
-    """A small last-in-first-out pool of autocommit connections.
-
-    Under sequential load one connection stays in use, and its prepared statements and its
-    server process stay warm. (psycopg_pool hands connections out first in, first out, which
-    rotates through them: measured here, that costs about 100 µs on a 450 µs commit.)
-    """
-
-    def __init__(self, conninfo: str, size: int) -> None:
-        self._conninfo = conninfo
-        self._size = max(1, size)
-        self._idle: list[Any] = []
-        self._open = 0
-        self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
-
-    @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
-        conn = await self._take()
-        try:
-            yield conn
-        finally:
-            await self._give(conn)
-
-    async def _take(self) -> Any:
-        import psycopg
-
-        while self._idle:
-            conn = self._idle.pop()
-            if not conn.closed:
-                return conn
-            self._open -= 1
-        if self._open < self._size:
-            self._open += 1
-            try:
-                return await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True, connect_timeout=5)
-            except BaseException:
-                self._open -= 1
-                raise
-        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
-        return await waiter
-
-    async def _give(self, conn: Any) -> None:
-        from psycopg.pq import TransactionStatus
-
-        if conn.closed or conn.broken or conn.info.transaction_status != TransactionStatus.IDLE:
-            with contextlib.suppress(Exception):
-                await conn.close()
-            self._open -= 1
-            if self._waiting:  # a waiter gets a new connection in its place
-                asyncio.get_running_loop().create_task(self._open_for(self._waiting.popleft()))
-            return
-        while self._waiting:
-            waiter = self._waiting.popleft()
-            if not waiter.done():  # not cancelled meanwhile
-                waiter.set_result(conn)
-                return
-        self._idle.append(conn)
-
-    async def _open_for(self, waiter: asyncio.Future[Any]) -> None:
-        try:
-            conn = await self._take()
-        except Exception as exc:  # noqa: BLE001 - the waiter raises it
-            if not waiter.done():
-                waiter.set_exception(exc)
-            return
-        if waiter.done():
-            await self._give(conn)
-        else:
-            waiter.set_result(conn)
-
-    async def drop_idle(self) -> None:
-        while self._idle:
-            conn = self._idle.pop()
-            self._open -= 1
-            with contextlib.suppress(Exception):
-                await conn.close()
-
-    async def close(self) -> None:
-        await self.drop_idle()
