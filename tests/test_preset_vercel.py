@@ -38,42 +38,14 @@ import pytest
 
 from agent_unit_cli.presets import vercel
 
+from .serverless_agents import LONG, NAPPER
+
 ROOT = Path(__file__).resolve().parent.parent
 VERCEL_CLI = "58.10.0"  # whose @vercel/python pins the vendored runtime package (vercel.VERCEL_RUNTIME)
 UV = "0.10.11"  # the uv that Vercel CLI's Python builder installs for itself
 SECRET = "an-agent-unit-secret"
 CRON_SECRET = "a-different-cron-secret"
 FUNCTION = f"functions/{vercel.FUNCTION}.func"
-
-NAPPER = """
-from agent_unit import Run, define_agent
-
-
-@define_agent(description="Sleeps, then finishes.")
-async def agent(input: str, run: Run) -> str:
-    await run.sleep("1s")
-    await run.step("wake", lambda: "awake")
-    return f"rested {input}"
-"""
-
-LONG = """
-import asyncio
-
-from agent_unit import Run, define_agent
-
-
-@define_agent(description="Many slow steps: longer than one invocation's budget.")
-async def agent(input: int, run: Run) -> int:
-    total = 0
-    for i in range(input):
-
-        async def work(i: int = i) -> int:
-            await asyncio.sleep(0.3)
-            return i
-
-        total += await run.step("work", work)
-    return total
-"""
 
 TINY_APP = """
 from starlette.applications import Starlette
