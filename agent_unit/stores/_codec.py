@@ -58,3 +58,17 @@ def journal_from_row(key: str, value: str | None, error: str | None, meta: str |
         None if error is None else json.loads(error),
         None if meta is None else json.loads(meta),
     )
+
+
+def list_filter(placeholder: str, **conditions: object) -> tuple[str, list[str]]:
+    """The ``WHERE`` clause (or "") and its parameters for listing runs, newest first after ``cursor``.
+
+    ``conditions``: ``status``, ``agent``, ``thread_id`` and ``cursor``; a ``None`` is no condition.
+    """
+    columns = {"status": "status = {}", "agent": "agent = {}", "thread_id": "thread_id = {}", "cursor": "id < {}"}
+    where, params = [], []
+    for name, value in conditions.items():
+        if value is not None:
+            where.append(columns[name].format(placeholder))
+            params.append(str(value))
+    return (f"WHERE {' AND '.join(where)}" if where else ""), params

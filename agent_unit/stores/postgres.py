@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import RUN_COLUMNS, journal_from_row, run_from_row, run_row
+from ._codec import RUN_COLUMNS, journal_from_row, list_filter, run_from_row, run_row
 from ._pg_pool import Connections
 from ._url import StoreUnavailable, safe_url
 
@@ -300,18 +300,7 @@ class PostgresStore:
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
-        where: list[str] = []
-        params: list[Any] = []
-        for condition, value in (
-            ("status = %s", status),
-            ("agent = %s", agent),
-            ("thread_id = %s", thread_id),
-            ("id < %s", cursor),
-        ):
-            if value is not None:
-                where.append(condition)
-                params.append(str(value))
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        clause, params = list_filter("%s", status=status, agent=agent, thread_id=thread_id, cursor=cursor)
         rows = await self._fetch(
             f"SELECT {_COLUMNS} FROM agent_unit_runs {clause} ORDER BY id DESC LIMIT %s",
             (*params, limit + 1),

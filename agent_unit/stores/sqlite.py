@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import RUN_COLUMNS, journal_from_row, journal_row, run_from_row, run_row
+from ._codec import RUN_COLUMNS, journal_from_row, journal_row, list_filter, run_from_row, run_row
 
 __all__ = ["SQLiteStore"]
 
@@ -227,18 +227,8 @@ class SQLiteStore:
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
-        where: list[str] = []
-        params: list[str] = []
-        for condition, value in (
-            ("status = ?", status),
-            ("agent = ?", agent),
-            ("thread_id = ?", thread_id),
-            ("id < ?", cursor),
-        ):
-            if value is not None:
-                where.append(condition)
-                params.append(str(value))
-        sql = f"SELECT {_COLUMNS} FROM runs {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
+        clause, params = list_filter("?", status=status, agent=agent, thread_id=thread_id, cursor=cursor)
+        sql = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY id DESC LIMIT ?"
         rows = self._db.execute(sql, (*params, limit + 1)).fetchall()
         runs = [run_from_row(row) for row in rows[:limit]]
         return RunPage(runs, runs[-1].id if len(rows) > limit else None)
