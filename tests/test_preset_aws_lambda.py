@@ -274,3 +274,44 @@ def test_pause_and_resume_over_dynamodb_on_the_emulator(tmp_path: Path, dynamodb
     done = function.http("POST", f"/runs/{run['id']}/resume", {"answer": {"approved": False}}, function_url=True)
     assert done["json"]["status"] == "completed" and done["json"]["output"] == "declined"
     assert (output / "vendor" / "boto3").is_dir()  # the function carries its store's driver
+
+
+def test_rest_api_and_alb_events_go_through_the_same_handler(redis_function: Lambda) -> None:
+    """API Gateway REST API (payload 1.0) and Application Load Balancer events, each in a cold process."""
+    rest = redis_function.invoke(
+        {
+            "resource": "/{proxy+}",
+            "path": "/agents",
+            "httpMethod": "GET",
+            "headers": {"host": "abc123.execute-api.eu-west-1.amazonaws.com"},
+            "multiValueHeaders": {"host": ["abc123.execute-api.eu-west-1.amazonaws.com"]},
+            "queryStringParameters": None,
+            "multiValueQueryStringParameters": None,
+            "pathParameters": {"proxy": "agents"},
+            "stageVariables": None,
+            "requestContext": {
+                "resourcePath": "/{proxy+}",
+                "httpMethod": "GET",
+                "path": "/prod/agents",
+                "stage": "prod",
+                "requestId": "r-1",
+                "identity": {"sourceIp": "198.51.100.7"},
+            },
+            "body": None,
+            "isBase64Encoded": False,
+        }
+    )
+    assert rest["statusCode"] == 200
+    assert [agent["name"] for agent in json.loads(rest["body"])["agents"]] == ["long", "napper", "refund"]
+    alb = redis_function.invoke(
+        {
+            "requestContext": {"elb": {"targetGroupArn": "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/a/b"}},
+            "httpMethod": "GET",
+            "path": "/agents",
+            "queryStringParameters": {},
+            "headers": {"host": "agents.example.com", "x-forwarded-for": "198.51.100.7"},
+            "body": "",
+            "isBase64Encoded": False,
+        }
+    )
+    assert alb["statusCode"] == 200 and "refund" in alb["body"]
