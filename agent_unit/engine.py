@@ -198,7 +198,7 @@ class RunEngine:
             created_at=moment,  # type: ignore[arg-type]
             updated_at=moment,  # type: ignore[arg-type]
             version=1,
-            lease_owner=self.owner,
+            lease_owner=self._lease_token(),
             lease_expires=now + self.lease_ttl,
             due_at=now + self.lease_ttl,
         )
@@ -207,11 +207,19 @@ class RunEngine:
         self._spawn(record)
         return await self.wait(record.id) if wait else record.model_copy()
 
-    async def resume(self, run_id: str, answer: Any, *, wait: bool = False) -> RunRecord:
-        """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema."""
+    async def resume(
+        self, run_id: str, answer: Any, *, wait: bool = False, interrupt_key: str | None = None
+    ) -> RunRecord:
+        """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema.
+
+        ``interrupt_key``: the interrupt the answer was given for. If the run has moved on to
+        another one meanwhile, the answer is refused (409) instead of landing on the wrong one;
+        the check and the save are one compare-and-set.
+        """
         record = await self.get(run_id)
         if record.status != RunStatus.interrupted or record.interrupt is None:
             raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
+        _check_interrupt(record, interrupt_key)
         check_answer(record, answer)
         entry = JournalEntry(record.interrupt.key, ev.dumps(answer))
         await self._claim(record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id),))
@@ -236,12 +244,15 @@ class RunEngine:
         await self._claim(record)
         return await self.wait(run_id) if wait else record
 
-    async def cancel(self, run_id: str) -> RunRecord:
-        """Cancel a queued, running, interrupted or sleeping run."""
+    async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
+        """Cancel a queued, running, interrupted or sleeping run (``interrupt_key``: only while it
+        still waits at that interrupt)."""
         while True:
             record = await self.get(run_id)
             if record.finished:
                 raise RunConflict(f"run {run_id} is already {record.status.value}")
+            if interrupt_key is not None:
+                _check_interrupt(record, interrupt_key)
             expected = record.version
             self._finish(record, RunStatus.cancelled)
             try:
@@ -353,7 +364,7 @@ class RunEngine:
         record.status = RunStatus.running
         record.interrupt = None
         record.wake_at = None
-        record.lease_owner = self.owner
+        record.lease_owner = self._lease_token()
         record.lease_expires = record.due_at = now + self.lease_ttl
         record.updated_at = to_datetime(now)  # type: ignore[assignment]
         if recovered:
@@ -367,12 +378,17 @@ class RunEngine:
         self._disarm(record.id)
         self._spawn(record)
 
+    def _lease_token(self) -> str:
+        """This process and this claim: a step of an earlier execution of the same run in this
+        process (one that outlived its lease) cannot write through a later claim's lease."""
+        return f"{self.owner}/{new_id('c')[-10:]}"
+
     def _spawn(self, record: RunRecord) -> None:
         self.start_background()
         execution = Execution(
             record,
             self.store,
-            owner=self.owner,
+            owner=record.lease_owner or self.owner,
             clock=self.clock,
             budget=self.budget,
             max_step_bytes=self.max_step_bytes,
@@ -464,7 +480,7 @@ class RunEngine:
                 if execution.stopping:
                     return
                 try:
-                    version = await self.store.renew_lease(record.id, owner=self.owner, expires=expires)
+                    version = await self.store.renew_lease(record.id, owner=execution.owner, expires=expires)
                 except StoreUnavailable:  # try again next time; the lease fence guards the gap
                     log.warning("renewing the lease of run %s failed: the store is unavailable", record.id)
                     continue
@@ -598,8 +614,8 @@ class RunEngine:
 
     def _arm(self, run_id: str, wake_at: float) -> None:
         """A timer for a wake-up due before the next sweep (later ones cost nothing until then)."""
-        if self.clock.manual or self.schedule_wake is not None:
-            return
+        if self.clock.manual or self.schedule_wake is not None or not self._sweeps:
+            return  # a host that sweeps for us (serverless) runs nothing between its requests
         delay = max(0.0, wake_at - self.clock.time())
         if delay > self.sweep_interval:
             return
@@ -633,3 +649,9 @@ def _park_in(group: BaseExceptionGroup) -> Park | None:
         if found is not None:
             return found
     return None
+
+
+def _check_interrupt(record: RunRecord, key: str | None) -> None:
+    if key is not None and (record.interrupt is None or record.interrupt.key != key):
+        waiting = record.interrupt.key if record.interrupt is not None else record.status.value
+        raise RunConflict(f"run {record.id} no longer waits at {key} (now: {waiting}): read the run again")

@@ -293,10 +293,10 @@ async def test_authorize_guards_the_endpoint_and_each_run() -> None:
         run_id = paused.structured_content["run_id"]
         await client.call_tool(RESUME_TOOL, {"run_id": run_id, "answer": {"approved": True}})
     await unit.engine.aclose()
-    assert {action for action, _ in seen} == {"mcp"}
+    assert {action for action, _ in seen} == {"mcp", "start", "resume"}  # the REST routes' actions: one policy
     assert ("mcp", {}) in seen  # the endpoint, on every request
-    assert ("mcp", {"agent": "refund", "thread_id": None}) in seen  # a start
-    resumed = [run for _, run in seen if run.get("id") == run_id]
+    assert ("start", {"agent": "refund", "thread_id": None}) in seen
+    resumed = [run for action, run in seen if action == "resume" and run.get("id") == run_id]
     assert resumed and resumed[0]["agent"] == "refund" and resumed[0]["thread_id"]
 
 
@@ -326,3 +326,17 @@ def test_importing_agent_unit_does_not_import_mcp() -> None:
     code = "import sys, agent_unit, agent_unit.http.app, agent_unit.http.mcp; print('mcp' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "False"
+
+
+async def test_an_answer_for_an_interrupt_the_run_has_left_is_refused() -> None:
+    unit = create_agent_unit(AGENTS, store="memory://")
+    async with in_process(unit) as client:
+        paused = await client.call_tool("refund", {"order_id": "o_1"})
+        run_id, key = paused.structured_content["run_id"], paused.structured_content["interrupt"]["key"]
+        stale = await client.call_tool(
+            RESUME_TOOL, {"run_id": run_id, "answer": {"approved": True}, "interrupt": key + "-gone"}
+        )
+        assert stale.is_error and stale.structured_content["error"]["code"] == "conflict"
+        done = await client.call_tool(RESUME_TOOL, {"run_id": run_id, "answer": {"approved": True}, "interrupt": key})
+        assert not done.is_error  # it finished: the output, not an error
+    await unit.engine.aclose()

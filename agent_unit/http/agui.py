@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from .app import _Api
 
 __all__ = ["app"]
+
+log = logging.getLogger("agent_unit.http.agui")
 
 PROTOCOL_VERSION = "1.0"  # the AG-UI version this route speaks, declared on RUN_STARTED
 META = "agent-unit"  # our key in AG-UI metadata (open by key; "ag-ui" is the protocol's own)
@@ -135,7 +138,9 @@ class _AgUi:
             return await self.resume(request, agent, run_input)
         thread_id = run_input.thread_id or None
         await self.api._guard(request, "start", {"agent": agent, "thread_id": thread_id})
-        record = await self.engine.start(agent, agent_input(definition, run_input), thread_id=thread_id)
+        # A buffered host (Lambda) freezes once it answers: run until the run parks, ends or yields first.
+        wait = self.api.buffered
+        record = await self.engine.start(agent, agent_input(definition, run_input), thread_id=thread_id, wait=wait)
         return self.stream(record, run_input.run_id, after=0)
 
     async def resume(self, request: Request, agent: str, run_input: Any) -> SSEResponse:
@@ -171,10 +176,12 @@ class _AgUi:
                 f"run {record.id} waits on interrupt {current!r}, not {entry.interrupt_id!r}: answer that one"
             )
         after = await self.engine.store.last_seq(record.id)
-        if entry.status == "resolved":
-            await self.engine.resume(record.id, entry.payload)  # InvalidAnswer (422) leaves it parked
+        # The key is checked again inside the engine's compare-and-set: an answer given for an
+        # interrupt the run has meanwhile left (another tab answered it) is refused, never moved on.
+        if entry.status == "resolved":  # InvalidAnswer (422) leaves it parked
+            await self.engine.resume(record.id, entry.payload, interrupt_key=key, wait=self.api.buffered)
         else:
-            await self.engine.cancel(record.id)
+            await self.engine.cancel(record.id, interrupt_key=key)
         return self.stream(record, run_input.run_id, after=after)
 
     def stream(self, record: RunRecord, agui_run_id: str, *, after: int) -> SSEResponse:
@@ -191,22 +198,33 @@ class _AgUi:
                 keepalive=api.keepalive,
                 poll_interval=api.poll_interval,
                 stop=stop,
+                once=api.buffered,
             )
-            async with contextlib.aclosing(chunks):
-                async for chunk in chunks:
-                    if chunk.startswith(b":"):  # a keep-alive comment
-                        yield chunk
-                        continue
-                    stored = json.loads(chunk.partition(b"\ndata: ")[2])
-                    usage = None
-                    if stored.get("type") in _ENDS and "usage" not in stored:
-                        # Saved with the event: the run's usage as it parked, failed or was cancelled.
-                        now = await self.engine.store.load_run(record.id)
-                        usage = now.usage if now is not None else None
-                    for event in translate(stored, usage):
-                        yield b"data: %s\n\n" % dumps(event).encode()
-                    if translate.done:
-                        return
+            try:
+                async with contextlib.aclosing(chunks):
+                    async for chunk in chunks:
+                        if chunk.startswith(b":"):  # a keep-alive comment
+                            yield chunk
+                            continue
+                        stored = json.loads(chunk.partition(b"\ndata: ")[2])
+                        usage = None
+                        if stored.get("type") in _ENDS and "usage" not in stored:
+                            # Saved with the event: the run's usage as it parked, failed or was cancelled.
+                            now = await self.engine.store.load_run(record.id)
+                            usage = now.usage if now is not None else None
+                        for event in translate(stored, usage):
+                            yield b"data: %s\n\n" % dumps(event).encode()
+                        if translate.done:
+                            return
+            except Exception:
+                log.exception("the AG-UI stream of run %s failed", record.id)
+                failed = {
+                    "type": "RUN_ERROR",
+                    "message": "the event stream failed: read the run again",
+                    "code": "internal",
+                }
+                for event in translate(failed, None):
+                    yield b"data: %s\n\n" % dumps(event).encode()
 
         return SSEResponse(body, headers={"x-run-id": record.id, "x-stream-after": str(after)})
 

@@ -50,6 +50,11 @@ _RESUME_SCHEMA: dict[str, Any] = {
     "properties": {
         "run_id": {"type": "string", "description": "The run_id a paused tool call returned."},
         "answer": {"description": "The answer to the pending interrupt; it must fit the interrupt's answer_schema."},
+        "interrupt": {
+            "type": "string",
+            "description": "The interrupt's key the paused result gave: the answer is refused if the run "
+            "has moved on to another interrupt meanwhile.",
+        },
     },
     "required": ["run_id", "answer"],
     "additionalProperties": False,
@@ -231,18 +236,20 @@ class _Tools:
             value: Any = arguments.get("input")
         else:
             value = arguments
-        await self._api._guard(request, "mcp", {"agent": name, "thread_id": None})
+        await self._api._guard(request, "start", {"agent": name, "thread_id": None})  # the REST route's action
         return await self._api.engine.start(name, value, wait=True)
 
     async def _resume(self, request: Request, arguments: dict[str, Any]) -> RunRecord:
         run_id = arguments.get("run_id")
-        unknown = sorted(set(arguments) - {"run_id", "answer"})
+        unknown = sorted(set(arguments) - {"run_id", "answer", "interrupt"})
         if unknown or not isinstance(run_id, str) or "answer" not in arguments:
             raise InvalidArgument(f"send {{'run_id': ..., 'answer': ...}} to {RESUME_TOOL}")
         engine = self._api.engine
         record = await engine.get(run_id)
-        await self._api._guard(request, "mcp", {"id": record.id, "agent": record.agent, "thread_id": record.thread_id})
-        return await engine.resume(record.id, arguments["answer"], wait=True)
+        run = {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
+        await self._api._guard(request, "resume", run)  # the REST route's action: one policy covers both
+        key = arguments.get("interrupt")
+        return await engine.resume(record.id, arguments["answer"], wait=True, interrupt_key=key)
 
 
 def _accepts_none(agent: Agent) -> bool:
@@ -278,7 +285,12 @@ def _run_result(record: RunRecord) -> CallToolResult:
         return _result(_text(output), output if isinstance(output, dict) else None, record)
     if status == RunStatus.interrupted and record.interrupt is not None:
         interrupt = record.interrupt
-        pending = {"name": interrupt.name, "payload": interrupt.payload, "answer_schema": interrupt.answer_schema}
+        pending = {
+            "name": interrupt.name,
+            "key": interrupt.key,
+            "payload": interrupt.payload,
+            "answer_schema": interrupt.answer_schema,
+        }
         text = (
             f"Run {record.id} is paused: it waits for an answer to {interrupt.name!r}.\n"
             f"payload: {_text(interrupt.payload)}\n"
