@@ -272,3 +272,16 @@ async def test_a_resume_stream_says_where_it_starts(http: httpx.AsyncClient) -> 
         f"/runs/{parked['id']}/resume", json={"answer": {"approved": True}}, headers={"accept": "text/event-stream"}
     )
     assert response.headers["x-stream-after"] == "4" and sse(response.text)[0]["seq"] == 5
+
+
+async def test_json_nested_too_deep_is_a_400_not_a_500() -> None:
+    from agent_unit import create_agent_unit
+
+    from .http_agents import AGENTS
+
+    app = create_agent_unit(AGENTS, store="memory://")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        deep = "[" * 100_000 + "]" * 100_000
+        response = await http.post("/agents/refund/runs", content=deep, headers={"content-type": "application/json"})
+        assert response.status_code == 400
+    await app.engine.aclose()

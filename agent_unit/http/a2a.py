@@ -248,7 +248,7 @@ class _JsonRpc:
             chunks.append(chunk)
         try:
             return json.loads(b"".join(chunks))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to parse
             raise RpcError(PARSE_ERROR, f"the body is not valid JSON: {exc}") from None
 
     # -- methods -----------------------------------------------------------------------------
@@ -263,6 +263,7 @@ class _JsonRpc:
             wait = not configuration.get("returnImmediately", False)
         else:
             wait = configuration.get("blocking", True) is not False
+        wait = wait or self.api.buffered  # a buffered host (Lambda) freezes once it answers
         if incoming.task_id is not None:
             record = await self._waiting_task(request, incoming)
             answer = input_from(incoming, lambda value: _fits_answer(record, value))
@@ -284,11 +285,12 @@ class _JsonRpc:
             record = await self._waiting_task(request, incoming)
             answer = input_from(incoming, lambda value: _fits_answer(record, value))
             after = await self.engine.store.last_seq(record.id)
-            await self.engine.resume(record.id, answer)
+            await self.engine.resume(record.id, answer, wait=self.api.buffered)
         else:
             agent = await self._new_task(request, incoming)
             value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
-            record, after = await self.engine.start(agent, value, thread_id=incoming.context_id), 0
+            started = await self.engine.start(agent, value, thread_id=incoming.context_id, wait=self.api.buffered)
+            record, after = started, 0
         first = {"task": task(record, state="TASK_STATE_WORKING")}
         return self._stream(record, first, after, dialect, request_id)
 
@@ -390,9 +392,11 @@ class _JsonRpc:
                     run_id,
                     after=after,
                     follow=False,
-                    keepalive=self.api.keepalive,
+                    # a2a-sdk's default client gives up after 5 s without a byte: keep-alives come sooner
+                    keepalive=min(self.api.keepalive, 3.0),
                     poll_interval=self.api.poll_interval,
                     stop=stop,
+                    once=self.api.buffered,
                 )
                 try:
                     async for chunk in events:

@@ -33,7 +33,7 @@ async def read_json(request: Request, limit: int, *, required: bool = True) -> d
         raise UnsupportedMediaType(f"content-type {media or 'missing'!r}: send application/json")
     try:
         value = json.loads(body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to parse
         raise BadRequest(f"the body is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise BadRequest(f"the body must be a JSON object, not {type(value).__name__}")
