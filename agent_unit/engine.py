@@ -30,7 +30,7 @@ from .agent import Agent
 from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
 from .durations import Duration, parse_duration
-from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound, StoreUnavailable
+from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
 from .execution import Execution
 from .ids import new_id
 from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
@@ -481,8 +481,8 @@ class RunEngine:
                     return
                 try:
                     version = await self.store.renew_lease(record.id, owner=execution.owner, expires=expires)
-                except StoreUnavailable:  # try again next time; the lease fence guards the gap
-                    log.warning("renewing the lease of run %s failed: the store is unavailable", record.id)
+                except Exception as exc:  # noqa: BLE001 - try again next time; the lease fence guards the gap
+                    log.warning("renewing the lease of run %s failed (%s): trying again", record.id, type(exc).__name__)
                     continue
                 if version is not None:
                     record.version = version

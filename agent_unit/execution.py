@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .errors import LeaseLost, StoreUnavailable
+from .errors import AgentUnitError, LeaseLost, StoreUnavailable
 from .events import EventBuffer
 from .records import JournalEntry, RunRecord
 from .run import Cancelled, Yielded
 from .stores import Store
 
 __all__ = ["Execution"]
+
+log = logging.getLogger("agent_unit.execution")
 
 
 class Execution:
@@ -99,6 +102,14 @@ class Execution:
                 # and a sweep (here or anywhere) recovers the run from its journal.
                 self.signal.set()
                 raise Cancelled() from None
+            except AgentUnitError:
+                raise  # the store refused this write for good (too large, a duplicate key): the run fails
+            except Exception:
+                log.exception(
+                    "journaling a step of run %s failed: the run is recovered from its journal", self.record.id
+                )
+                self.signal.set()
+                raise Cancelled() from None
         self._notify(self.record.id)
 
     def schedule_flush(self, *, soon: bool = False) -> None:
@@ -132,6 +143,12 @@ class Execution:
                 try:
                     await self.store.append(self.record.id, owner=self.owner, events=self.events.drain())
                 except (LeaseLost, StoreUnavailable):  # as in commit: the run is recovered from its journal
+                    self.signal.set()
+                    return
+                except Exception:
+                    log.exception(
+                        "writing events of run %s failed: the run is recovered from its journal", self.record.id
+                    )
                     self.signal.set()
                     return
         self._notify(self.record.id)

@@ -25,6 +25,7 @@ class Connections:
         self._idle: list[Any] = []
         self._open = 0
         self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
@@ -48,10 +49,16 @@ class Connections:
                 return await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True, connect_timeout=5)
             except BaseException:
                 self._open -= 1
+                self._replace()  # the slot is free again: a waiter tries in its place
                 raise
         waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
-        return await waiter
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                await self._give(waiter.result())  # handed over just as the caller gave up: keep it
+            raise
 
     async def _give(self, conn: Any) -> None:
         from psycopg.pq import TransactionStatus
@@ -60,8 +67,7 @@ class Connections:
             with contextlib.suppress(Exception):
                 await conn.close()
             self._open -= 1
-            if self._waiting:  # a waiter gets a new connection in its place
-                asyncio.get_running_loop().create_task(self._open_for(self._waiting.popleft()))
+            self._replace()
             return
         while self._waiting:
             waiter = self._waiting.popleft()
@@ -69,6 +75,16 @@ class Connections:
                 waiter.set_result(conn)
                 return
         self._idle.append(conn)
+
+    def _replace(self) -> None:
+        """A slot closed: the first live waiter opens a connection in its place."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                task = asyncio.get_running_loop().create_task(self._open_for(waiter))
+                self._tasks.add(task)  # held, so it is not collected before it finishes
+                task.add_done_callback(self._tasks.discard)
+                return
 
     async def _open_for(self, waiter: asyncio.Future[Any]) -> None:
         try:

@@ -36,12 +36,23 @@ __all__ = ["DynamoDBStore", "ItemTooLarge"]
 ITEM_LIMIT = 380_000
 """Bytes of values per item we write, under DynamoDB's 400 KB (names and keys take the rest)."""
 _RETRIES = 60
+_TRANSIENT = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "InternalServerError"}
+)
+"""Errors (after the SDK's own retries) that say "not now", not "never": the run is recovered later."""
+_BUSY = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
+"""Cancellation reasons of a transaction that another try may pass."""
 
 
 class ItemTooLarge(AgentUnitError):
     """A value does not fit in a DynamoDB item; nothing was written."""
 
     code, status = "item_too_large", 413
+
+
+def _size(text: str) -> int:
+    """Bytes, as DynamoDB counts them (UTF-8), not characters."""
+    return len(text.encode())
 
 
 def _s(value: str) -> dict[str, str]:
@@ -58,8 +69,8 @@ def _run_key(run_id: str) -> dict[str, Any]:
 
 def _run_item(record: RunRecord, *, version: int, seq: int) -> dict[str, Any]:
     run_id, agent, thread_id, status, _, owner, expires, due_at, data = run_row(record)
-    if len(data) > ITEM_LIMIT:
-        raise ItemTooLarge(f"run {run_id} is {len(data):,} bytes of JSON, over DynamoDB's item limit")
+    if _size(data) > ITEM_LIMIT:
+        raise ItemTooLarge(f"run {run_id} is {_size(data):,} bytes of JSON, over DynamoDB's item limit")
     item = {
         **_run_key(run_id),
         "id": _s(run_id),
@@ -152,6 +163,8 @@ class DynamoDBStore:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException"):
                 raise StoreUnavailable(f"the store at {self.url} cannot be used: {code}") from None
+            if code in _TRANSIENT or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+                raise StoreUnavailable(f"the store at {self.url} is unavailable: {code}") from None
             raise
         except BotoCoreError as exc:
             raise StoreUnavailable(f"the store at {self.url} cannot be reached: {type(exc).__name__}") from None
@@ -216,6 +229,8 @@ class DynamoDBStore:
             found = await self._call("get_item", TableName=self.table, Key=_run_key(run_id), ConsistentRead=True)
             if "Item" not in found:
                 return None
+            if len(self._seqs) > 10_000:  # a hint per run this process touched: keep it bounded
+                self._seqs.clear()
             self._seqs[run_id] = int(found["Item"]["seq"]["N"])
         return self._seqs[run_id]
 
@@ -232,7 +247,7 @@ class DynamoDBStore:
                 if value is not None:
                     text = value if isinstance(value, str) else json.dumps(value)
                     item[name] = _s(text)
-                    size += len(text)
+                    size += _size(text)
             if size > ITEM_LIMIT:
                 raise ItemTooLarge(
                     f"journal entry {entry.key} of run {run_id} is {size:,} bytes, over DynamoDB's item limit: "
@@ -244,13 +259,13 @@ class DynamoDBStore:
         chunk: list[str] = []
         size = 0
         for number, data in enumerate(events, seq + 1):
-            if len(data) > ITEM_LIMIT:
-                raise ItemTooLarge(f"an event of run {run_id} is {len(data):,} bytes, over DynamoDB's item limit")
-            if chunk and size + len(data) > ITEM_LIMIT:
+            if _size(data) > ITEM_LIMIT:
+                raise ItemTooLarge(f"an event of run {run_id} is {_size(data):,} bytes, over DynamoDB's item limit")
+            if chunk and size + _size(data) > ITEM_LIMIT:
                 items.append(self._event_item(pk, number - len(chunk), chunk))
                 chunk, size = [], 0
             chunk.append(data)
-            size += len(data)
+            size += _size(data)
         if chunk:
             items.append(self._event_item(pk, seq + len(events) - len(chunk) + 1, chunk))
         return items
@@ -298,7 +313,7 @@ class DynamoDBStore:
             if failed is None:
                 self._seqs[run_id] = seq + len(events)
                 return seq + len(events)
-            if "TransactionConflict" in failed:  # another transaction on the run's item right now
+            if _BUSY & set(failed):  # another transaction on the run's item right now, or throttled
                 self._seqs.pop(run_id, None)
                 continue
             if failed[0] == "ConditionalCheckFailed":
@@ -308,9 +323,13 @@ class DynamoDBStore:
                 if error is not None:
                     raise error
                 continue  # only the seq moved: mint again
-            taken = [entry.key for entry, code in zip(journal, failed[1:], strict=False) if code != "None"]
-            raise RunConflict(f"run {run_id} already has a journal entry for {', '.join(taken) or 'a key'}")
-        raise RunConflict(f"run {run_id}: too many writers at once; retry")
+            taken = [
+                entry.key for entry, code in zip(journal, failed[1:], strict=False) if code == "ConditionalCheckFailed"
+            ]
+            if taken:
+                raise RunConflict(f"run {run_id} already has a journal entry for {', '.join(taken)}")
+            raise StoreUnavailable(f"the store at {self.url} refused the write ({', '.join(sorted(set(failed)))})")
+        raise StoreUnavailable(f"the store at {self.url} stayed busy: run {run_id} had too many writers at once")
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -522,8 +541,17 @@ class DynamoDBStore:
         )
         history = [item for item in items if item["sk"]["S"] != "run"]
         for start in range(0, len(history), 25):  # the journal and events first, the run last
-            batch = [{"DeleteRequest": {"Key": item}} for item in history[start : start + 25]]
-            await self._call("batch_write_item", RequestItems={self.table: batch})
+            requests: dict[str, Any] = {
+                self.table: [{"DeleteRequest": {"Key": item}} for item in history[start : start + 25]]
+            }
+            for attempt in range(8):
+                left = (await self._call("batch_write_item", RequestItems=requests)).get("UnprocessedItems") or {}
+                if not left:
+                    break
+                requests = left  # throttled: delete what is left, after a pause
+                await asyncio.sleep(0.05 * 2**attempt)
+            else:
+                raise StoreUnavailable(f"the store at {self.url} is throttling: run {run_id} was not fully deleted")
         self._seqs.pop(run_id, None)
         try:
             await self._call(
@@ -545,8 +573,8 @@ class DynamoDBStore:
         return found["Item"]["value"]["S"] if "Item" in found else None
 
     async def set_state(self, scope: str, key: str, value: str) -> None:
-        if len(value) > ITEM_LIMIT:
-            raise ItemTooLarge(f"state {key!r} is {len(value):,} bytes, over DynamoDB's item limit")
+        if _size(value) > ITEM_LIMIT:
+            raise ItemTooLarge(f"state {key!r} is {_size(value):,} bytes, over DynamoDB's item limit")
         await self._call("put_item", TableName=self.table, Item={**self._state_key(scope, key), "value": _s(value)})
 
     async def delete_state(self, scope: str, key: str) -> None:

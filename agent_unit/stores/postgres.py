@@ -404,10 +404,12 @@ async def _migrate(conn: Any) -> None:
 
 
 def _password(url: str) -> str | None:
-    from urllib.parse import unquote, urlsplit
+    """The password in ``url`` (its user part, or ``?password=``), to blot out of the driver's messages."""
+    from urllib.parse import parse_qs, unquote, urlsplit
 
     try:
-        password = urlsplit(url).password
+        parts = urlsplit(url)
+        password = parts.password or parse_qs(parts.query).get("password", [None])[-1]
     except ValueError:
         return None
     return unquote(password) if password else None

@@ -257,3 +257,7 @@ def test_safe_url_hides_passwords() -> None:
     assert safe_url("postgresql://app:s3cret@db/runs?sslmode=require") == "postgresql://***@db/runs?sslmode=require"
     assert safe_url("postgresql://app@db/runs") == "postgresql://***@db/runs"
     assert safe_url("sqlite:///runs.db") == "sqlite:///runs.db"
+    assert safe_url("redis://cache:6379/0?password=s3cret&db=1") == "redis://cache:6379/0?password=***&db=1"
+    assert safe_url("postgresql://app@db/runs?sslmode=require&password=s3cret") == (
+        "postgresql://***@db/runs?sslmode=require&password=***"
+    )
