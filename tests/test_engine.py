@@ -450,3 +450,47 @@ async def test_answer_classes_are_never_imported_from_the_store() -> None:
     assert resolve_type_ref("json:JSONDecodeError", {}) is None  # not a model of that schema
     assert resolve_type_ref(f"{Order.__module__}:Order", Order.model_json_schema()) is Order
     assert resolve_type_ref(f"{Order.__module__}:Order", {"type": "object"}) is None  # changed since: use the schema
+
+
+async def test_a_host_that_sweeps_gets_no_in_process_timers() -> None:
+    """Serverless (background_sweep off): a timer could fire inside a later, unrelated invocation."""
+
+    @define_agent
+    async def napper(input: None, run: Run) -> str:
+        await run.sleep("50ms")
+        return "awake"
+
+    engine = RunEngine({"napper": napper}, MemoryStore(), background_sweep=False)
+    record = await engine.start("napper", None, wait=True)
+    assert record.status == RunStatus.sleeping and record.id not in engine._timers
+    await asyncio.sleep(0.1)
+    assert (await engine.get(record.id)).status == RunStatus.sleeping  # only the host's sweep wakes it
+    assert (await engine.sweep(wait=True)).woken == 1
+    assert (await engine.get(record.id)).output == "awake"
+    await engine.aclose()
+
+
+async def test_a_step_that_outlives_its_lease_cannot_write_through_a_later_claim_in_this_process() -> None:
+    """Each claim has its own lease token: the late step's write is refused and the resumed run finishes."""
+    ran: list[str] = []
+
+    @define_agent
+    async def slow_then_ask(input: None, run: Run) -> str:
+        async def slow() -> str:
+            ran.append("slow")
+            await asyncio.sleep(1.5)  # longer than the lease: the park stops waiting for it
+            return "slow done"
+
+        results = await asyncio.gather(run.step("slow", slow), run.interrupt("ask", None))
+        return f"{results[0]} / {results[1]}"
+
+    engine = RunEngine({"a": slow_then_ask}, MemoryStore(), lease_ttl="1s", background_sweep=False)
+    parked = await engine.start("a", None, wait=True)
+    assert parked.status == RunStatus.interrupted
+    done = await engine.resume(parked.id, "yes", wait=True)
+    await asyncio.sleep(0.7)  # the first execution's slow step finishes now, under the old claim
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == "slow done / yes"
+    final = await engine.get(parked.id)
+    assert final.status == RunStatus.completed and final.output == "slow done / yes"
+    await engine.aclose()

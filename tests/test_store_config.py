@@ -108,3 +108,35 @@ async def test_postgres_serves_more_callers_than_it_has_connections(postgres_url
 async def test_a_malformed_postgres_url_never_echoes_its_password() -> None:
     message = await refused("postgres://app:s3cret@127.0.0.1:notaport/runs", "s3cret")
     assert "cannot be used" in message
+
+
+async def test_the_postgres_pool_keeps_a_connection_handed_to_a_caller_that_gave_up(postgres_url: str) -> None:
+    import asyncio
+
+    from agent_unit.stores._pg_pool import Connections
+
+    pool = Connections(postgres_url, 1)
+    first = await pool._take()
+    waiting = asyncio.create_task(pool._take())
+    await asyncio.sleep(0.01)
+    await pool._give(first)  # handed to the waiter...
+    waiting.cancel()  # ...which gives up before it resumes
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert pool._open == 1 and len(pool._idle) == 1  # kept, not leaked
+    async with pool.connection() as conn:
+        assert (await (await conn.execute("select 1")).fetchone())[0] == 1
+    await pool.close()
+
+
+async def test_the_postgres_pool_wakes_its_waiters_when_connecting_fails() -> None:
+    import asyncio
+
+    import psycopg
+
+    from agent_unit.stores._pg_pool import Connections
+
+    pool = Connections(f"postgresql://postgres@127.0.0.1:{free_port()}/none", 1)
+    results = await asyncio.wait_for(asyncio.gather(*(pool._take() for _ in range(3)), return_exceptions=True), 30)
+    assert all(isinstance(result, psycopg.OperationalError) for result in results)  # nobody hangs
+    assert pool._open == 0 and not pool._waiting
