@@ -131,12 +131,18 @@ async def test_the_postgres_pool_keeps_a_connection_handed_to_a_caller_that_gave
 
 async def test_the_postgres_pool_wakes_its_waiters_when_connecting_fails() -> None:
     import asyncio
+    import socket
 
     import psycopg
 
     from agent_unit.stores._pg_pool import Connections
 
-    pool = Connections(f"postgresql://postgres@127.0.0.1:{free_port()}/none", 1)
-    results = await asyncio.wait_for(asyncio.gather(*(pool._take() for _ in range(3)), return_exceptions=True), 30)
+    with socket.socket() as silent:  # accepts the TCP connection, never answers: connecting takes its timeout
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        pool = Connections(f"postgresql://postgres@127.0.0.1:{port}/none", 1, connect_timeout=1)
+        calls = [pool._take() for _ in range(2)]  # the second waits for the first's slot
+        results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 20)
     assert all(isinstance(result, psycopg.OperationalError) for result in results)  # nobody hangs
     assert pool._open == 0 and not pool._waiting
