@@ -285,3 +285,21 @@ async def test_json_nested_too_deep_is_a_400_not_a_500() -> None:
         response = await http.post("/agents/refund/runs", content=deep, headers={"content-type": "application/json"})
         assert response.status_code == 400
     await app.engine.aclose()
+
+
+async def test_a_caller_who_may_not_act_learns_nothing_of_which_runs_exist() -> None:
+    from agent_unit import create_agent_unit
+
+    from .http_agents import AGENTS
+
+    def authorize(request: Any, action: str, run: dict[str, Any]) -> bool:
+        return request.headers.get("authorization") == "Bearer admin"
+
+    app = create_agent_unit(AGENTS, store="memory://", authorize=authorize)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        admin = {"authorization": "Bearer admin"}
+        run = (await http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}}, headers=admin)).json()
+        assert (await http.get(f"/runs/{run['id']}")).status_code == 403
+        assert (await http.get("/runs/run_does_not_exist")).status_code == 403  # the same answer: no existence leak
+        assert (await http.get("/runs/run_does_not_exist", headers=admin)).status_code == 404
+    await app.engine.aclose()

@@ -331,15 +331,12 @@ class _JsonRpc:
         task_id = params.get("id")
         if not isinstance(task_id, str) or not task_id:
             raise RpcError(INVALID_PARAMS, "params.id (the task id) is required")
-        record = await self.engine.get(task_id)
-        await self.api._guard(request, action, _run_info(record))
-        return record
+        return await self.api.guarded_run(request, action, task_id)
 
     async def _waiting_task(self, request: Request, incoming: Incoming) -> RunRecord:
         """The task a message answers: it must exist, belong to the message's context, and wait for input."""
         assert incoming.task_id is not None
-        record = await self.engine.get(incoming.task_id)
-        await self.api._guard(request, "resume", _run_info(record))
+        record = await self.api.guarded_run(request, "resume", incoming.task_id)
         if incoming.context_id is not None and incoming.context_id != record.thread_id:
             raise RpcError(
                 INVALID_PARAMS, f"task {record.id} belongs to context {record.thread_id!r}, not {incoming.context_id!r}"

@@ -150,8 +150,9 @@ class _AgUi:
             raise InvalidArgument(f"send one resume entry, not {count}: a run waits on one interrupt at a time")
         entry = run_input.resume[0]
         run_id, _, key = entry.interrupt_id.partition(":")
+        action = "resume" if entry.status == "resolved" else "cancel"
         try:
-            record = await self.engine.get(run_id) if key else None
+            record = await self.api.guarded_run(request, action, run_id) if key else None
         except RunNotFound:
             record = None
         if record is None or record.agent != agent:
@@ -159,8 +160,6 @@ class _AgUi:
                 f"agent {agent!r} has no interrupt {entry.interrupt_id!r}: answer the id a RUN_FINISHED "
                 "interrupt outcome of this agent gave"
             )
-        action = "resume" if entry.status == "resolved" else "cancel"
-        await self.api._guard(request, action, {"id": record.id, "agent": record.agent, "thread_id": record.thread_id})
         if run_input.thread_id != record.thread_id:
             raise RunConflict(
                 f"interrupt {entry.interrupt_id!r} belongs to thread {record.thread_id!r}, not {run_input.thread_id!r}"

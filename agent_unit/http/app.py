@@ -24,7 +24,7 @@ from .. import env
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
-from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument
+from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound
 from ..records import RunRecord
 from .auth import Authorize, authorize, check_secret, load_authorize, production
 from .bodies import read_json
@@ -212,7 +212,17 @@ class _Api:
         await authorize(self.authorize, request, action, run)
 
     async def _run(self, request: Request, action: str) -> RunRecord:
-        record = await self.engine.get(request.path_params["run_id"])
+        return await self.guarded_run(request, action, request.path_params["run_id"])
+
+    async def guarded_run(self, request: Request, action: str, run_id: str) -> RunRecord:
+        """The run, once ``authorize`` allows ``action`` on it. A missing run is authorized as
+        ``{"id": run_id}`` before the 404, so a caller who may not act learns nothing of which
+        run ids exist."""
+        try:
+            record = await self.engine.get(run_id)
+        except RunNotFound:
+            await self._guard(request, action, {"id": run_id})
+            raise
         await self._guard(request, action, _run_info(record))
         return record
 

@@ -245,9 +245,7 @@ class _Tools:
         if unknown or not isinstance(run_id, str) or "answer" not in arguments:
             raise InvalidArgument(f"send {{'run_id': ..., 'answer': ...}} to {RESUME_TOOL}")
         engine = self._api.engine
-        record = await engine.get(run_id)
-        run = {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
-        await self._api._guard(request, "resume", run)  # the REST route's action: one policy covers both
+        record = await self._api.guarded_run(request, "resume", run_id)  # the REST route's action: one policy
         key = arguments.get("interrupt")
         return await engine.resume(record.id, arguments["answer"], wait=True, interrupt_key=key)
 
