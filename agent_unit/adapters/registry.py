@@ -6,6 +6,7 @@ A framework's own adapter therefore replaces agent-unit's. Entry points are read
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Iterable, Sequence
@@ -62,8 +63,13 @@ def _installed() -> list[Adapter]:
 
 
 def builtin_adapters() -> list[Adapter]:
-    """The built-in adapters of the frameworks imported so far."""
-    return [load_adapter(f"{module}:adapter") for framework, module in BUILTINS.items() if framework in sys.modules]
+    """The built-in adapters of the frameworks imported so far (discovery asks once per module value)."""
+    return [_builtin(module) for framework, module in BUILTINS.items() if framework in sys.modules]
+
+
+@functools.cache
+def _builtin(module: str) -> Adapter:
+    return load_adapter(f"{module}:adapter")
 
 
 def adapters(configured: Sequence[str | Adapter] = ()) -> list[Adapter]:

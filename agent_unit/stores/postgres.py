@@ -17,15 +17,15 @@ start with nothing to do reads one row and takes no lock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import RUN_COLUMNS, journal_from_row, list_filter, run_from_row, run_row
+from ._listen import Listener
 from ._pg_pool import Connections
 from ._url import StoreUnavailable, safe_url
 
@@ -165,7 +165,7 @@ class PostgresStore:
         self._pool = Connections(url, pool_max)
         self._ready = False
         self._opening = asyncio.Lock()
-        self._listener: asyncio.Task[None] | None = None
+        self._listener = Listener(self.url, self._notifications)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresStore:
@@ -349,32 +349,18 @@ class PostgresStore:
 
     def watch(self, notify: Callable[[str], None]) -> None:
         """Call ``notify(run_id)`` whenever any process stores events (LISTEN/NOTIFY), until closed."""
-        if self._listener is None:
-            self._listener = asyncio.get_running_loop().create_task(self._listen(notify))
+        self._listener.start(notify)
 
-    async def _listen(self, notify: Callable[[str], None]) -> None:
+    async def _notifications(self) -> AsyncIterator[str]:
         import psycopg
 
-        delay = 0.1
-        while True:
-            try:
-                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-                async with conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    delay = 0.1
-                    async for message in conn.notifies():
-                        notify(message.payload)
-            except (psycopg.Error, OSError) as exc:  # the server went away: readers poll until it is back
-                log.warning("live tail from %s lost (%s); reconnecting", self.url, type(exc).__name__)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+        async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
+            await conn.execute(f"LISTEN {CHANNEL}")
+            async for message in conn.notifies():
+                yield message.payload
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
-            self._listener = None
+        await self._listener.close()
         await self._pool.close()
 
 

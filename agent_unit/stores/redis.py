@@ -14,17 +14,17 @@ from that prefix, so this store needs a single Redis (or Valkey) server, not a c
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import run_from_row, run_row
+from ._listen import Listener
 from ._url import StoreUnavailable, safe_url
 
 __all__ = ["RedisStore"]
@@ -187,7 +187,7 @@ class RedisStore:
                 ("delete", _DELETE),
             )
         }
-        self._listener: asyncio.Task[None] | None = None
+        self._listener = Listener(self.url, self._notifications)
 
     @classmethod
     def from_url(cls, url: str) -> RedisStore:
@@ -384,31 +384,16 @@ class RedisStore:
 
     def watch(self, notify: Callable[[str], None]) -> None:
         """Call ``notify(run_id)`` whenever any process stores events (Redis pub/sub), until closed."""
-        if self._listener is None:
-            self._listener = asyncio.get_running_loop().create_task(self._listen(notify))
+        self._listener.start(notify)
 
-    async def _listen(self, notify: Callable[[str], None]) -> None:
-        from redis.exceptions import RedisError
-
-        delay = 0.1
-        while True:
-            try:
-                async with self._redis.pubsub(ignore_subscribe_messages=True) as pubsub:
-                    await pubsub.subscribe(f"{self._prefix}tail")
-                    delay = 0.1
-                    async for message in pubsub.listen():
-                        notify(message["data"])
-            except (RedisError, OSError) as exc:  # the server went away: readers poll until it is back
-                log.warning("live tail from %s lost (%s); reconnecting", self.url, type(exc).__name__)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+    async def _notifications(self) -> AsyncIterator[str]:
+        async with self._redis.pubsub(ignore_subscribe_messages=True) as pubsub:
+            await pubsub.subscribe(f"{self._prefix}tail")
+            async for message in pubsub.listen():
+                yield message["data"]
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
-            self._listener = None
+        await self._listener.close()
         await self._redis.aclose()
 
 
