@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,17 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from starlette.requests import Request
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from agent_unit import create_agent_unit
+from agent_unit_cli.config import ConfigError, load_config
+from agent_unit_cli.main import app as cli
 
 from .inbox_agents import AGENTS
-from .server import ROOT, Server
+from .server import ROOT, Server, free_port, wait_until_up
 from .servers import missing
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -293,3 +300,60 @@ def test_the_inbox_is_behind_authorize() -> None:
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
     assert client.get("/ui/", headers={"authorization": "Bearer ok"}).status_code == 200
     assert asked == ["ui", "ui"]
+
+
+def test_dev_serves_the_inbox_and_prints_its_url(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project_ok", project)
+    (project / "agent-unit.toml").write_text('base_path = "/api"\n')
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "agent_unit_cli",
+        "dev",
+        "--root",
+        str(project),
+        "--port",
+        str(port),
+        "--no-reload",
+    ]
+    dev = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/api")
+        inbox = httpx.get(f"http://127.0.0.1:{port}/api/ui/")
+        assert inbox.status_code == 200 and "app.js" in inbox.text
+    finally:
+        dev.terminate()
+        out, _ = dev.communicate(timeout=20)
+    assert f"inbox: http://127.0.0.1:{port}/api/ui/" in out
+
+
+def test_a_build_serves_the_inbox_only_when_the_config_turns_it_on(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "project_ok", project)
+    for config, status in (("", 404), ("ui = true\n", 200)):
+        (project / "agent-unit.toml").write_text(config)
+        built = CliRunner().invoke(cli, ["build", "--root", str(project), "--json"])
+        assert built.exit_code == 0, built.output
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-I", "main.py"],
+            cwd=json.loads(built.output)["output"],
+            env={**os.environ, "PORT": str(port), "HOST": "127.0.0.1"},
+        )
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}")
+            assert httpx.get(f"http://127.0.0.1:{port}/ui/").status_code == status, config
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+
+
+def test_the_config_turns_the_inbox_on_for_builds_and_leaves_it_off_by_default(tmp_path: Path) -> None:
+    assert load_config(tmp_path)[0].ui is False
+    (tmp_path / "agent-unit.toml").write_text("ui = true\n")
+    assert load_config(tmp_path)[0].ui is True
+    (tmp_path / "agent-unit.toml").write_text('ui = "sometimes"\n')
+    with pytest.raises(ConfigError, match=r"agent-unit\.toml: ui:"):
+        load_config(tmp_path)
