@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Response, expect, sync_playwright
 from starlette.requests import Request
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
@@ -126,9 +126,18 @@ def test_a_paused_run_is_listed_first_answered_after_a_restart_and_seen_finishin
 ) -> None:
     paused = start(server, "refund", {"order_id": "o-1"})
     assert paused["status"] == "interrupted"
-    assert start(server, "chatty", 1)["status"] == "completed"  # newer, so a plain list shows it first
+    assert start(server, "chatty", 1)["status"] == "completed"
+    plain = httpx.get(f"{server.url}/runs").json()["runs"]
+    assert [run["agent"] for run in plain] == ["chatty", "refund"]  # newest first, as the API lists them
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
+    streams: list[tuple[str, str | None]] = []  # (url, Last-Event-ID) of each event stream the server answered
+
+    def answered(response: Response) -> None:
+        if "/events" in response.url:
+            streams.append((response.url, response.request.all_headers().get("last-event-id")))
+
+    page.on("response", answered)
 
     page.goto(f"{server.url}/ui/")
     runs = page.get_by_role("list", name="Runs").get_by_role("listitem")
@@ -150,14 +159,17 @@ def test_a_paused_run_is_listed_first_answered_after_a_restart_and_seen_finishin
     done = get_run(server, paused["id"])
     assert done["status"] == "completed" and done["output"] == "refunded"
     assert all(url.startswith(server.url + "/") for url in requests)  # nothing from anywhere else
+    # The stream dropped by the restart picked up after the last event it had (seq 4), not from 0.
+    assert streams[0] == (f"{server.url}/runs/{paused['id']}/events?follow=1&after=0", None)
+    assert len(streams) > 1 and all(header == "4" or url.endswith("after=4") for url, header in streams[1:])
 
     # A reload continues after the last event this tab saw: nothing is fetched or shown twice.
     requests.clear()
     page.reload()
     expect(events.get_by_text("RUN_FINISHED")).to_have_count(1)
     expect(events.get_by_text("RUN_INTERRUPTED")).to_have_count(1)
-    streams = [url for url in requests if "/events" in url]
-    assert streams and all(url.endswith(f"after={last_seq(server, paused['id'])}") for url in streams)
+    reloaded = [url for url in requests if "/events" in url]
+    assert reloaded and all(url.endswith(f"after={last_seq(server, paused['id'])}") for url in reloaded)
 
 
 def test_an_answer_the_server_refuses_shows_its_message_beside_the_field_and_the_run_stays_parked(

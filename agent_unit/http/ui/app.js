@@ -117,7 +117,8 @@ async function listPage(query) {
     say(runs.length ? `${runs.length} run(s), ${waiting} waiting for an answer` : "No runs match.");
     const moreButton = (next) =>
       h("button", { type: "button", onclick: async (event) => {
-        const page = await api(`runs?${params}${filters.status ? `&status=${filters.status}` : ""}&cursor=${encodeURIComponent(next)}`);
+        const status = filters.status ? `&status=${encodeURIComponent(filters.status)}` : "";
+        const page = await api(`runs?${params}${status}&cursor=${encodeURIComponent(next)}`);
         const fresh = page.runs.filter((run) => !seen.has(run.id));
         fresh.forEach((run) => seen.add(run.id));
         list.append(...fresh.map(runItem));
@@ -368,7 +369,7 @@ function renderAnswer(section, run, refresh) {
   section.replaceChildren(
     h("div", { class: "answer" },
       h("h2", { id: "answer-title" }, `Waiting for: ${interrupt.name}`),
-      interrupt.name === "tool-approval" ? [] : h("pre", { "aria-label": "Payload" }, json(interrupt.payload)),
+      interrupt.name === "tool-approval" ? [] : [h("h3", {}, "Payload"), h("pre", {}, json(interrupt.payload))],
       form));
 }
 
