@@ -369,3 +369,15 @@ def test_the_config_turns_the_inbox_on_for_builds_and_leaves_it_off_by_default(t
     (tmp_path / "agent-unit.toml").write_text('ui = "sometimes"\n')
     with pytest.raises(ConfigError, match=r"agent-unit\.toml: ui:"):
         load_config(tmp_path)
+
+
+def test_more_runs_are_listed_page_by_page_and_the_focus_stays_in_the_list(server: Server, page: Page) -> None:
+    for _ in range(52):  # the API's default page is 50 runs
+        start(server, "chatty", 0)
+    page.goto(f"{server.url}/ui/")
+    runs = page.get_by_role("list", name="Runs").get_by_role("listitem")
+    expect(runs).to_have_count(50)
+    page.get_by_role("button", name="More runs").click()
+    expect(runs).to_have_count(52)
+    expect(runs.nth(50).get_by_role("link")).to_be_focused()
+    expect(page.get_by_role("button", name="More runs")).to_have_count(0)

@@ -117,13 +117,19 @@ async function listPage(query) {
     say(runs.length ? `${runs.length} run(s), ${waiting} waiting for an answer` : "No runs match.");
     const moreButton = (next) =>
       h("button", { type: "button", onclick: async (event) => {
-        const status = filters.status ? `&status=${encodeURIComponent(filters.status)}` : "";
-        const page = await api(`runs?${params}${status}&cursor=${encodeURIComponent(next)}`);
-        const fresh = page.runs.filter((run) => !seen.has(run.id));
-        fresh.forEach((run) => seen.add(run.id));
-        list.append(...fresh.map(runItem));
-        event.target.replaceWith(page.next_cursor ? moreButton(page.next_cursor) : "");
-        say(`${fresh.length} more run(s)`);
+        try {
+          const status = filters.status ? `&status=${encodeURIComponent(filters.status)}` : "";
+          const page = await api(`runs?${params}${status}&cursor=${encodeURIComponent(next)}`);
+          const fresh = page.runs.filter((run) => !seen.has(run.id));
+          fresh.forEach((run) => seen.add(run.id));
+          const items = fresh.map(runItem);
+          list.append(...items);
+          event.target.replaceWith(page.next_cursor ? moreButton(page.next_cursor) : "");
+          if (items.length) items[0].querySelector("a").focus(); // the button is gone: keep the place
+          say(`${fresh.length} more run(s)`);
+        } catch (error) {
+          say(`Could not list more runs: ${error.message}`);
+        }
       } }, "More runs");
     if (cursor) more.append(moreButton(cursor));
   } catch (error) {
