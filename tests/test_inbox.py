@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from agent_unit import create_agent_unit
+from agent_unit.http import create_inbox
 from agent_unit_cli.config import ConfigError, load_config
 from agent_unit_cli.main import app as cli
 
@@ -283,6 +284,27 @@ def test_on_a_phone_the_inbox_fits_the_screen(server: Server, browser: Browser) 
         context.close()
 
 
+def test_an_app_mounts_the_inbox_apart_from_the_api(tmp_path: Path, page: Page) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_STORE": f"sqlite:///{tmp_path / 'apart.db'}"}
+    command = [sys.executable, "-m", "uvicorn", "tests.inbox_apart:app", "--port", str(port), "--log-level", "warning"]
+    served = subprocess.Popen(command, env=env)
+    try:
+        wait_until_up(f"{url}/api/ai")
+        run = httpx.post(f"{url}/api/ai/agents/refund/runs?wait=1", json={"input": {"order_id": "o-4"}}).json()
+        page.goto(f"{url}/agents")  # redirected to /agents/, so the page's own files resolve
+        page.get_by_role("link", name="refund: approve-refund").click()
+        page.get_by_label("Approved").check()
+        page.get_by_role("button", name="Send answer").click()
+        expect(page.get_by_role("list", name="Events")).to_contain_text("RUN_FINISHED")
+        assert httpx.get(f"{url}/api/ai/runs/{run['id']}").json()["output"] == "refunded"
+    finally:
+        page.close()
+        served.terminate()
+        served.wait(timeout=20)
+
+
 # -- without a browser ---------------------------------------------------------------------------
 
 
@@ -312,6 +334,12 @@ def test_the_inbox_is_behind_authorize() -> None:
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
     assert client.get("/ui/", headers={"authorization": "Bearer ok"}).status_code == 200
     assert asked == ["ui", "ui"]
+
+    inbox = TestClient(create_inbox("/api/ai", authorize=authorize))
+    assert inbox.get("/app.js").json()["error"]["code"] == "forbidden"
+    index = inbox.get("/", headers={"authorization": "Bearer ok"})
+    assert '<meta name="agent-unit-api" content="/api/ai/">' in index.text
+    assert asked == ["ui", "ui", "ui", "ui"]
 
 
 def test_dev_serves_the_inbox_and_prints_its_url(tmp_path: Path) -> None:

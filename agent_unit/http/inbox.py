@@ -1,20 +1,27 @@
 """The approvals inbox: the static files in ``ui/``, served at ``{base_path}/ui/``.
 
 A fixed list of files, read from the package once and kept in memory: nothing is built or
-fetched at run time, and no request path ever reaches the file system. The page talks to
-the same API (relative URLs, so it works under any ``base_path`` or mount), and it is behind
-the same ``authorize`` hook (action ``"ui"``).
+fetched at run time, and no request path ever reaches the file system. The page finds the
+API at ``../`` (relative, so it works under any ``base_path`` or mount), or where
+:func:`create_inbox` says, and it is behind the same ``authorize`` hook (action ``"ui"``).
 """
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
 
-__all__ = ["FILES", "page"]
+from ..errors import AgentUnitError
+from . import auth
+from .auth import Authorize
+
+__all__ = ["FILES", "create_inbox", "page"]
 
 HERE = Path(__file__).resolve().parent / "ui"
 
@@ -36,6 +43,8 @@ _HEADERS = {
     "cache-control": "no-cache",  # revalidate: a new version of the package shows at once
 }
 
+_API_META = b'<meta name="agent-unit-api" content="../">'
+
 _cache: dict[str, bytes] = {}
 
 
@@ -46,11 +55,40 @@ def read(name: str) -> bytes:
     return _cache[name]
 
 
-async def page(request: Request) -> Response:
-    """``GET /ui/`` and ``GET /ui/{file}``; ``GET /ui`` redirects to ``/ui/`` so relative URLs resolve."""
+async def page(request: Request, api: str = "../") -> Response:
+    """``GET /ui/`` and ``GET /ui/{file}``; ``GET /ui`` redirects to ``/ui/`` so relative URLs resolve.
+
+    ``api``: where the page finds the API, relative to the page or absolute on this origin.
+    """
     name = request.path_params.get("file", "index.html")
     if "file" not in request.path_params and not request.url.path.endswith("/"):
         return RedirectResponse(request.url.path + "/", status_code=308)
     if name not in FILES:
         raise HTTPException(404)  # the app's JSON 404, as for any other unknown path
-    return Response(read(name), media_type=FILES[name], headers=_HEADERS)
+    body = read(name)
+    if name == "index.html" and api != "../":
+        body = body.replace(_API_META, b'<meta name="agent-unit-api" content="%s">' % html.escape(api).encode())
+    return Response(body, media_type=FILES[name], headers=_HEADERS)
+
+
+def create_inbox(api: str, *, authorize: Authorize | str | None = None) -> Starlette:
+    """The inbox on its own, for an app that mounts it apart from the API.
+
+    ``api`` is the path of the API on the same origin (e.g. ``"/api/ai/"`` when the app mounts
+    ``create_agent_unit()`` there): ``app.mount("/agents", create_inbox("/api/ai/"))``. The
+    page asks ``authorize`` for action ``"ui"``; its API requests go through the API's own hook.
+    """
+    hook = auth.load_authorize(authorize)
+    prefix = "/" + api.strip("/") + "/" if api.strip("/") else "/"  # absolute: the page sits elsewhere
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            await auth.authorize(hook, request, "ui", {})
+            return await page(request, prefix)
+        except AgentUnitError as exc:
+            return JSONResponse(exc.to_dict(), status_code=exc.status)
+        except HTTPException as exc:
+            message = f"no route {request.method} {request.url.path}"
+            return JSONResponse({"error": {"code": "not_found", "message": message}}, status_code=exc.status_code)
+
+    return Starlette(routes=[Route(path, endpoint, methods=["GET"]) for path in ("/", "/{file}")])

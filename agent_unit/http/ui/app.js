@@ -1,10 +1,11 @@
 // agent-unit inbox: the runs, a run's live events, and a form for its interrupt's answer.
 // Plain browser JavaScript with no dependency and no build step; it talks to the API beside it
-// (relative URLs, so it works under any base_path or mount). Every value from the server is
-// put in the page as text (textContent), never as HTML.
+// (relative URLs, so it works under any base_path or mount) or where the page's meta says.
+// Every value from the server is put in the page as text (textContent), never as HTML.
 "use strict";
 
-const API = new URL("../", location.href.split("#")[0]);
+// Where the API is: "../" beside it, or the path create_inbox() was given.
+const API = new URL(document.querySelector('meta[name="agent-unit-api"]').content, location.href.split("#")[0]);
 const LIVE = ["queued", "running", "interrupted", "sleeping"];
 const STATUSES = [...LIVE, "completed", "failed", "cancelled"];
 const main = document.getElementById("main");
