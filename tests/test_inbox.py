@@ -339,7 +339,8 @@ def test_the_inbox_is_behind_authorize() -> None:
     assert inbox.get("/app.js").json()["error"]["code"] == "forbidden"
     index = inbox.get("/", headers={"authorization": "Bearer ok"})
     assert '<meta name="agent-unit-api" content="/api/ai/">' in index.text
-    assert asked == ["ui", "ui", "ui", "ui"]
+    assert inbox.get("/nothing.js", headers={"authorization": "Bearer ok"}).json()["error"]["code"] == "not_found"
+    assert asked == ["ui", "ui", "ui", "ui", "ui"]
 
 
 def test_dev_serves_the_inbox_and_prints_its_url(tmp_path: Path) -> None:

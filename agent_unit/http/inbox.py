@@ -82,13 +82,22 @@ def create_inbox(api: str, *, authorize: Authorize | str | None = None) -> Starl
     prefix = "/" + api.strip("/") + "/" if api.strip("/") else "/"  # absolute: the page sits elsewhere
 
     async def endpoint(request: Request) -> Response:
-        try:
-            await auth.authorize(hook, request, "ui", {})
-            return await page(request, prefix)
-        except AgentUnitError as exc:
-            return JSONResponse(exc.to_dict(), status_code=exc.status)
-        except HTTPException as exc:
-            message = f"no route {request.method} {request.url.path}"
-            return JSONResponse({"error": {"code": "not_found", "message": message}}, status_code=exc.status_code)
+        await auth.authorize(hook, request, "ui", {})
+        return await page(request, prefix)
 
-    return Starlette(routes=[Route(path, endpoint, methods=["GET"]) for path in ("/", "/{file}")])
+    return Starlette(
+        routes=[Route(path, endpoint, methods=["GET"]) for path in ("/", "/{file}")],
+        exception_handlers={AgentUnitError: _error, HTTPException: _error},
+    )
+
+
+async def _error(request: Request, exc: Exception) -> Response:
+    """Errors as the API writes them: ``{"error": {"code", "message"}}``."""
+    if isinstance(exc, AgentUnitError):
+        return JSONResponse(exc.to_dict(), status_code=exc.status)
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    message = f"no route {request.method} {request.url.path}"
+    if exc.status_code == 405:
+        message = f"{request.method} is not allowed here: the inbox is read with GET"
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=exc.status_code)
