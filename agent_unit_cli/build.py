@@ -256,6 +256,7 @@ def build(
         "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
         "app_path": chosen.app_path,
         "url": config.url,
+        "ui": config.ui,
     }
     if chosen.context is not None:
         context |= chosen.context(config, options)

@@ -45,6 +45,7 @@ class Config(BaseModel):
     server: str | None = None
     url: str | None = Field(default=None, pattern=r"^https?://")  # the deployment's own URL (A2A card, continues)
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
+    ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
 

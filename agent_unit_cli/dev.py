@@ -25,4 +25,5 @@ def app() -> AgentUnit:
         max_body_bytes=config.max_body_bytes,
         budget=config.budget,
         retention=config.retention,
+        ui=True,  # the approvals inbox, always on in development
     )

@@ -88,6 +88,7 @@ def dev(
     storage = config.storage or f"sqlite:///{root.resolve() / '.agent-unit' / 'agent-unit.db'}"
     console.print(f"storage: {storage}; config: {source or 'defaults'}")
     console.print(f"serving on http://{host}:{port}")
+    console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", highlight=False)
     import uvicorn
 
     os.environ["AGENT_UNIT_ROOT"] = str(root.resolve())

@@ -2,5 +2,6 @@
 
 from ..errors import Forbidden, Unauthorized
 from .app import AgentUnit, create_agent_unit
+from .inbox import create_inbox
 
-__all__ = ["AgentUnit", "Forbidden", "Unauthorized", "create_agent_unit"]
+__all__ = ["AgentUnit", "Forbidden", "Unauthorized", "create_agent_unit", "create_inbox"]

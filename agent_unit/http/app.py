@@ -28,6 +28,7 @@ from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument,
 from ..records import RunRecord
 from .auth import Authorize, authorize, check_secret, load_authorize, production
 from .bodies import read_json
+from .inbox import page
 from .sse import SSEResponse, event_stream
 
 __all__ = ["AgentUnit", "create_agent_unit"]
@@ -58,6 +59,7 @@ def create_agent_unit(
     poll_interval: float = 1.0,
     public_url: str | None = None,
     mcp: bool = True,
+    ui: bool = False,
     buffered: bool = False,
     **engine_options: Any,
 ) -> AgentUnit:
@@ -67,7 +69,8 @@ def create_agent_unit(
     works too); ``secret`` (default ``$AGENT_UNIT_SECRET``) guards the internal ones, and
     ``require_secret`` (default: ``AGENT_UNIT_ENV=production``) refuses them without one.
     ``public_url`` (default ``$AGENT_UNIT_URL``) is the deployment's own URL, as the A2A card
-    shows it: never taken from a request's Host header. ``mcp=False`` leaves out ``POST /mcp``.
+    shows it: never taken from a request's Host header. ``mcp=False`` leaves out ``POST /mcp``;
+    ``ui=True`` serves the approvals inbox at ``{base_path}/ui/`` (``authorize`` action ``"ui"``).
     ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
     Python runtime): starts and resumes run the run in the request until it parks, ends or
     yields, and event streams return the events stored so far.
@@ -107,6 +110,8 @@ def create_agent_unit(
     ]
     if mcp:
         routes.append(Route("/mcp", _Lazy("mcp", api), methods=["POST"]))
+    if ui:
+        routes += [Route(path, api.ui, methods=["GET"]) for path in ("/ui", "/ui/", "/ui/{file}")]
     prefix = "/" + base_path.strip("/")
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
@@ -333,6 +338,10 @@ class _Api:
         record = await self._run(request, "delete")
         await self.engine.delete(record.id)
         return Response(status_code=204)
+
+    async def ui(self, request: Request) -> Response:
+        await self._guard(request, "ui", {})
+        return await page(request)
 
     # -- internal routes -------------------------------------------------------------------
 
