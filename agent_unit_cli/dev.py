@@ -1,28 +1,153 @@
-"""The app ``agent-unit dev`` serves (an import string, so uvicorn can reload it on change)."""
+"""``agent-unit dev``: serve ``agents/`` and restart the server when the project changes.
+
+The app is created and its store reached once in the command's own process first
+(:func:`check`), so a startup failure is one message and a non-zero exit, not a traceback
+followed by a reloader waiting forever. The server then runs in a worker process that
+``watchfiles`` restarts on change and stops (SIGINT, then SIGKILL) when ``dev`` stops.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 from pathlib import Path
+from typing import Any
+
+import watchfiles
+from rich.console import Console
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_unit import create_agent_unit
 from agent_unit.discovery import discover_agents
+from agent_unit.errors import AgentUnitError
 from agent_unit.http import AgentUnit
 
-from .config import load_config
+from .config import ConfigError, load_config, store_url
+
+__all__ = ["ProjectFilter", "check", "create_app", "log_config", "serve", "watch"]
+
+log = logging.getLogger("agent_unit")
+
+IGNORED = (*watchfiles.DefaultFilter.ignore_dirs, ".output", ".agent-unit", ".vercel", "venv", "env")
+"""Folders whose changes never restart ``dev``: build outputs, the local store, environments, caches."""
 
 
-def app() -> AgentUnit:
-    """Discover ``agents/`` under ``$AGENT_UNIT_ROOT`` and serve them with the project's configuration."""
-    root = Path(os.environ.get("AGENT_UNIT_ROOT", "."))
+def create_app(root: Path, *, public_url: str | None = None) -> AgentUnit:
+    """The app ``dev`` serves; a mistake in the project raises ``ConfigError`` or an ``AgentUnitError``."""
     config, _ = load_config(root)
-    return create_agent_unit(
-        discover_agents(root, adapters=config.adapters),
-        store=config.storage or f"sqlite:///{root.resolve() / '.agent-unit' / 'agent-unit.db'}",  # beside the project
-        name=config.name,
-        base_path=config.base_path,
-        authorize=config.authorize,
-        max_body_bytes=config.max_body_bytes,
-        budget=config.budget,
-        retention=config.retention,
+    agents = discover_agents(root, adapters=config.adapters)
+    try:
+        return create_agent_unit(
+            agents,
+            store=store_url(root, config),
+            name=config.name,
+            base_path=config.base_path,
+            authorize=config.authorize,
+            max_body_bytes=config.max_body_bytes,
+            budget=config.budget,
+            retention=config.retention,
+            public_url=public_url,
+        )
+    except ValueError as exc:  # a store URL, driver or authorize hook that cannot be used
+        raise ConfigError(str(exc)) from None
+
+
+def check(app: AgentUnit) -> None:
+    """Reach the app's store once and close it: what the server's startup would do."""
+
+    async def reach() -> None:
+        try:
+            await app.engine.check_store()
+        finally:
+            await app.engine.aclose()
+
+    asyncio.run(reach())
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging (with its access log), plus the ``agent_unit`` logger: failed runs, recoveries."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: dict[str, Any] = {**LOGGING_CONFIG, "loggers": dict(LOGGING_CONFIG["loggers"])}
+    config["loggers"]["agent_unit"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    return config
+
+
+class ProjectFilter(watchfiles.DefaultFilter):
+    """The changes that restart ``dev``: Python files and the configuration, outside :data:`IGNORED`
+    and outside any virtual environment (a folder with ``pyvenv.cfg``, whatever its name)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(ignore_dirs=IGNORED)
+        self.root = root.resolve()
+
+    def __call__(self, change: watchfiles.Change, path: str) -> bool:
+        file = Path(path)
+        if not (file.suffix == ".py" or file.name in ("agent-unit.toml", "pyproject.toml", ".env")):
+            return False
+        if not super().__call__(change, path):
+            return False
+        try:
+            inside = file.relative_to(self.root).parents
+        except ValueError:
+            return False
+        return not any((self.root / folder / "pyvenv.cfg").exists() for folder in inside)
+
+
+class _Announce:
+    """Print where the server listens once its startup has succeeded (never before)."""
+
+    def __init__(self, app: ASGIApp, url: str) -> None:
+        self.app, self.url = app, url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            return await self.app(scope, receive, send)
+
+        async def announce(message: Any) -> None:
+            await send(message)
+            if message["type"] == "lifespan.startup.complete":
+                Console().print(f"serving on {self.url}", markup=False, highlight=False)
+
+        await self.app(scope, receive, announce)
+
+
+def serve(root: str, host: str, port: int, log_level: str, public_url: str) -> None:
+    """Run the server in this process until it is stopped (the worker ``watch`` restarts)."""
+    import uvicorn
+
+    try:
+        app = create_app(Path(root), public_url=public_url)
+    except (ConfigError, AgentUnitError) as exc:  # an edit broke the project: wait for the next one
+        Console(stderr=True, soft_wrap=True).print(f"error: {exc}", markup=False, highlight=False)
+        raise SystemExit(1) from None
+    uvicorn.run(
+        _Announce(app, f"http://{host}:{port}"),
+        host=host,
+        port=port,
+        log_config=log_config(log_level),
+        log_level=log_level,
+        timeout_graceful_shutdown=3,  # an open event stream must not keep a restart waiting
     )
+
+
+def watch(root: Path, host: str, port: int, log_level: str, public_url: str) -> None:
+    """Serve in a worker process and restart it when the project changes, until Ctrl-C or SIGTERM."""
+    logging.getLogger("watchfiles").setLevel(logging.ERROR)  # we say what changed ourselves
+
+    def changed(changes: set[tuple[watchfiles.Change, str]]) -> None:
+        names = sorted({os.path.relpath(path, root) for _, path in changes})
+        Console().print(f"reloading: {', '.join(names)} changed", markup=False, highlight=False)
+
+    # Ctrl-C, or SIGTERM (watchfiles turns it into one): the worker is stopped before this returns.
+    with contextlib.suppress(KeyboardInterrupt):
+        watchfiles.run_process(
+            root,
+            target=serve,
+            args=(str(root), host, port, log_level, public_url),
+            watch_filter=ProjectFilter(root),
+            callback=changed,
+            sigint_timeout=5,
+        )
