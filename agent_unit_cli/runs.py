@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from agent_unit.errors import AgentUnitError
 
@@ -178,15 +178,11 @@ def list_runs(
     if not found:
         console.print("no runs", markup=False)
         return
-    table = Table("id", "agent", "status", "thread", "updated", "waiting for")
+    table = Table(Column("id", no_wrap=True), "agent", "status", "waiting for")  # runs show ID: the rest
     for run in found:
-        interrupt = (run.get("interrupt") or {}).get("name") or (f"wake {run['wake_at']}" if run.get("wake_at") else "")
-        table.add_row(*(escape(str(value)) for value in _row(run, interrupt)))
+        waiting = (run.get("interrupt") or {}).get("name") or (f"wake {run['wake_at']}" if run.get("wake_at") else "")
+        table.add_row(*(escape(str(value)) for value in (run["id"], run["agent"], run["status"], waiting)))
     console.print(table)
-
-
-def _row(run: dict[str, Any], waiting: str) -> tuple[Any, ...]:
-    return run["id"], run["agent"], run["status"], run["thread_id"], run.get("updated_at") or "", waiting
 
 
 @app.command()
