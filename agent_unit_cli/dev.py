@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,13 @@ from agent_unit.http import AgentUnit
 
 from .config import ConfigError, load_config, store_url
 
-__all__ = ["ProjectFilter", "check", "create_app", "log_config", "serve", "watch"]
+__all__ = ["ProjectFilter", "check", "check_port", "create_app", "log_config", "serve", "watch"]
 
 log = logging.getLogger("agent_unit")
 
-IGNORED = (*watchfiles.DefaultFilter.ignore_dirs, ".output", ".agent-unit", ".vercel", "venv", "env")
-"""Folders whose changes never restart ``dev``: build outputs, the local store, environments, caches."""
+IGNORED = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
+"""Folders whose changes never restart ``dev``, besides hidden ones (``.output``, ``.agent-unit``,
+``.vercel``, ``.venv``, ``.git``) and virtual environments of any name."""
 
 
 def create_app(root: Path, *, public_url: str | None = None) -> AgentUnit:
@@ -66,6 +68,19 @@ def check(app: AgentUnit) -> None:
     asyncio.run(reach())
 
 
+def check_port(host: str, port: int) -> None:
+    """Bind the address once: a port in use is one message now, not a worker failing in a loop."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds it
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port} ({exc.strerror}): stop what uses it or choose another --port"
+            ) from None
+
+
 def log_config(level: str) -> dict[str, Any]:
     """uvicorn's logging (with its access log), plus the ``agent_unit`` logger: failed runs, recoveries."""
     from uvicorn.config import LOGGING_CONFIG
@@ -75,25 +90,31 @@ def log_config(level: str) -> dict[str, Any]:
     return config
 
 
-class ProjectFilter(watchfiles.DefaultFilter):
-    """The changes that restart ``dev``: Python files and the configuration, outside :data:`IGNORED`
-    and outside any virtual environment (a folder with ``pyvenv.cfg``, whatever its name)."""
+class ProjectFilter:
+    """The changes that restart ``dev``: the project's Python files and its configuration.
+
+    Only the part of a path inside the project counts, so a project that itself lives under
+    a folder named ``venv`` still reloads. Hidden folders, :data:`IGNORED` and any folder with
+    a ``pyvenv.cfg`` (a virtual environment, whatever its name) are never followed.
+    """
 
     def __init__(self, root: Path) -> None:
-        super().__init__(ignore_dirs=IGNORED)
         self.root = root.resolve()
 
     def __call__(self, change: watchfiles.Change, path: str) -> bool:
         file = Path(path)
-        if not (file.suffix == ".py" or file.name in ("agent-unit.toml", "pyproject.toml", ".env")):
-            return False
-        if not super().__call__(change, path):
+        if not (file.suffix == ".py" or file.name in ("agent-unit.toml", "pyproject.toml")):
             return False
         try:
-            inside = file.relative_to(self.root).parents
+            parts = file.relative_to(self.root).parts
         except ValueError:
             return False
-        return not any((self.root / folder / "pyvenv.cfg").exists() for folder in inside)
+        folders = parts[:-1]
+        if file.name.startswith(".") or any(part.startswith(".") or part in IGNORED for part in folders):
+            return False
+        return not any(
+            (self.root.joinpath(*folders[: depth + 1]) / "pyvenv.cfg").exists() for depth in range(len(folders))
+        )
 
 
 class _Announce:

@@ -87,6 +87,7 @@ def dev(
         public_url = os.environ.get("AGENT_UNIT_URL") or config.url or listen_url(host, port, note=False)
         served = serving.create_app(root, public_url=public_url)
         serving.check(served)  # the startup the server will do: a failure is one message here, and exit 1
+        serving.check_port(host, port)
     agents = served.engine.agents
     console.print(f"[bold]agent-unit {__version__}[/bold] dev: {len(agents)} agent(s) from {escape(str(root))}/agents")
     for name, agent in sorted(agents.items()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
+from watchfiles import Change
+
+from agent_unit_cli.dev import ProjectFilter
+from agent_unit_cli.main import app
 
 from .dev_process import DevProcess
 from .server import ROOT, free_port, wait_until_up
@@ -151,3 +157,40 @@ def test_dev_serves_the_agent_card_at_the_address_it_listens_on(tmp_path: Path, 
     stopped.append(dev.up())
     card = httpx.get(f"{dev.url}/.well-known/agent-card.json")
     assert card.status_code == 200 and card.json()["url"] == f"http://localhost:{dev.port}/a2a"
+
+
+def test_dev_restarts_for_the_projects_python_and_configuration_only(tmp_path: Path) -> None:
+    root = tmp_path / "venv" / "project"  # a project inside a folder named venv still reloads
+    (root / "env311").mkdir(parents=True)
+    (root / "env311" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    watched = ProjectFilter(root)
+    follows = {
+        "agents/late.py": True,
+        "lib/db.py": True,
+        "agent-unit.toml": True,
+        "pyproject.toml": True,
+        "agents/notes.md": False,
+        "agents/__pycache__/late.cpython-311.pyc": False,
+        "agents/.#late.py": False,
+        ".output/server/app/agents/late.py": False,
+        ".output/server/vendor/agent_unit/engine.py": False,
+        ".agent-unit/agent-unit.db": False,
+        ".venv/lib/python3.11/site-packages/x.py": False,
+        "venv/lib/x.py": False,
+        "env311/lib/python3.11/site.py": False,
+        "node_modules/x/index.py": False,
+        ".git/hooks/pre-commit.py": False,
+    }
+    assert {path: watched(Change.modified, str(root / path)) for path in follows} == follows
+    assert watched(Change.added, str(tmp_path / "elsewhere.py")) is False
+
+
+def test_dev_refuses_a_port_in_use_with_one_message(tmp_path: Path) -> None:
+    root = _project(tmp_path / "project", pid=PID)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["dev", "--root", str(root), "--port", str(port)])
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1
+    assert result.output.startswith(f"error: cannot listen on 127.0.0.1:{port} (Address already in use)")
