@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -20,7 +21,11 @@ from .config import load_config, store_url
 from .presets import PRESETS, BuildOptions
 from .report import fail, reported
 
-app = typer.Typer(help="Durable runs for any Python agent framework, on any host.", no_args_is_help=True)
+app = typer.Typer(
+    help="Durable runs for any Python agent framework, on any host.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # a bug of ours must not print the user's secrets
+)
 console = Console()
 
 app.add_typer(runs.app, name="runs")
@@ -66,15 +71,26 @@ def presets() -> None:
     console.print(table)
 
 
+class LogLevel(StrEnum):
+    """uvicorn's levels, for the access log and the `agent_unit` logger."""
+
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+
+
 @app.command()
 def dev(
     root: Path = ROOT,
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
     port: int = typer.Option(3000, help="Port to listen on."),
     reload: bool = typer.Option(True, help="Restart when a file changes."),
-    log_level: str = typer.Option(
-        "info", "--log-level", help="critical, error, warning, info (with an access log) or debug."
+    log_level: LogLevel = typer.Option(
+        LogLevel.info, "--log-level", help="info shows an access log; failed runs are logged at error."
     ),
+    check: bool = typer.Option(False, "--check", help="Start the app, reach its store, and exit (for CI)."),
 ) -> None:
     """Serve agents/ at http://localhost:3000, reloading on change."""
     from agent_unit.http.a2a import listen_url
@@ -95,10 +111,12 @@ def dev(
     for route in routes(config.base_path):
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False)
-    if reload:
-        serving.watch(root, host, port, log_level, public_url)
+    if check:
+        console.print("the app starts and its store answers", markup=False)
+    elif reload:
+        serving.watch(root, host, port, log_level.value, public_url)
     else:
-        serving.serve(str(root), host, port, log_level, public_url)
+        serving.serve(str(root), host, port, log_level.value, public_url)
 
 
 @app.command("build")

@@ -1,7 +1,7 @@
 """A mistake in the user's project is one message from every command: exit 1, no traceback.
 
 Each broken project below runs against each command it concerns. ``dev`` creates the app and
-reaches its store before it serves, so a startup failure ends it (no reloader left waiting).
+reaches its store before it serves (``--check`` stops there), so a startup failure ends it.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ BROKEN: dict[str, tuple[dict[str, str], str, tuple[str, ...]]] = {
 }
 
 COMMANDS = {
-    "dev": ["dev", "--no-reload"],
+    "dev": ["dev", "--check"],
     "build": ["build"],
     "agents": ["agents"],
     "runs": ["runs", "resume", "run_0", "true"],
@@ -107,3 +107,11 @@ def test_a_missing_store_driver_says_which_extra_to_install(
     monkeypatch.delitem(sys.modules, "agent_unit.stores.redis", raising=False)
     root = _project(tmp_path, {"agents/refund.py": AGENT, "agent-unit.toml": 'storage = "redis://127.0.0.1:1/0"\n'})
     _refused(COMMANDS[command], root, 'pip install "agent-unit[redis]"')
+
+
+def test_dev_check_starts_the_app_reaches_its_store_and_exits_0(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"agents/refund.py": AGENT})
+    result = runner.invoke(app, ["dev", "--check", "--root", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "refund" in result.output and result.output.strip().endswith("the app starts and its store answers")
+    assert (root / ".agent-unit" / "agent-unit.db").is_file()
