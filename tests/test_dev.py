@@ -194,3 +194,17 @@ def test_dev_refuses_a_port_in_use_with_one_message(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, ["dev", "--root", str(root), "--port", str(port)])
     assert isinstance(result.exception, SystemExit) and result.exit_code == 1
     assert result.output.startswith(f"error: cannot listen on 127.0.0.1:{port} (Address already in use)")
+
+
+def test_a_broken_edit_is_one_message_and_dev_serves_again_once_it_is_fixed(
+    tmp_path: Path, stopped: list[DevProcess]
+) -> None:
+    root = _project(tmp_path / "project", pid=PID)
+    dev = DevProcess(root)
+    stopped.append(dev.up())
+    (root / "agents" / "pid.py").write_text(PID + "def broken(:\n")
+    output = dev.wait_for("error: agents/pid.py failed to import: SyntaxError")
+    assert "Traceback" not in output and dev.process.poll() is None
+    (root / "agents" / "pid.py").write_text(PID)
+    dev.wait_for("serving on", count=2)
+    assert wait_until_up(dev.url)["agents"][0]["name"] == "pid"  # type: ignore[index]
