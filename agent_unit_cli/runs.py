@@ -193,7 +193,7 @@ def show(
     url: str | None = URL,
     token: str | None = TOKEN,
 ) -> None:
-    """Print a run and its events."""
+    """Print a run and its events (with --url, a live run's events up to where it parks or ends)."""
     with reported():
         record, events = _source(root, url, token).show(run_id)
     if as_json:
