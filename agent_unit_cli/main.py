@@ -67,7 +67,7 @@ def presets() -> None:
     """List the build presets and what each needs."""
     table = Table("preset", "output", "runs on", "storage")
     for preset in PRESETS.values():
-        table.add_row(preset.name, preset.output, preset.runs_on, preset.storage)
+        table.add_row(*(escape(text) for text in (preset.name, preset.output, preset.runs_on, preset.storage)))
     console.print(table)
 
 

@@ -6,6 +6,7 @@ reaches its store before it serves (``--check`` stops there), so a startup failu
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -115,3 +116,11 @@ def test_dev_check_starts_the_app_reaches_its_store_and_exits_0(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     assert "refund" in result.output and result.output.strip().endswith("the app starts and its store answers")
     assert (root / ".agent-unit" / "agent-unit.db").is_file()
+
+
+def test_build_json_reports_a_broken_project_as_json_on_stdout(tmp_path: Path) -> None:
+    files, message, _ = BROKEN["bad adapter reference"]
+    root = _project(tmp_path, files)
+    result = runner.invoke(app, ["build", "--json", "--root", str(root)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert message in json.loads(result.stdout)["error"]
