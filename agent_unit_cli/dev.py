@@ -12,7 +12,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -135,9 +138,16 @@ class _Announce:
         await self.app(scope, receive, announce)
 
 
-def serve(root: str, host: str, port: int, log_level: str, public_url: str) -> None:
-    """Run the server in this process until it is stopped (the worker ``watch`` restarts)."""
+def serve(root: str, host: str, port: int, log_level: str, public_url: str, parent: int | None = None) -> None:
+    """Run the server in this process until it is stopped (the worker ``watch`` restarts).
+
+    ``parent``: the pid of the ``dev`` that started this worker; the worker stops when that
+    process is gone, even if it was killed without stopping it (SIGKILL, a crash).
+    """
     import uvicorn
+
+    if parent is not None:
+        _stop_with(parent)
 
     try:
         app = create_app(Path(root), public_url=public_url)
@@ -154,6 +164,17 @@ def serve(root: str, host: str, port: int, log_level: str, public_url: str) -> N
     )
 
 
+def _stop_with(parent: int) -> None:
+    """SIGTERM this process (uvicorn then shuts down) once ``parent`` is no longer its parent."""
+
+    def wait() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)  # one cheap system call; a killed dev's worker is gone within a second
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=wait, name="agent-unit dev: stop with dev", daemon=True).start()
+
+
 def watch(root: Path, host: str, port: int, log_level: str, public_url: str) -> None:
     """Serve in a worker process and restart it when the project changes, until Ctrl-C or SIGTERM."""
     logging.getLogger("watchfiles").setLevel(logging.ERROR)  # we say what changed ourselves
@@ -167,7 +188,7 @@ def watch(root: Path, host: str, port: int, log_level: str, public_url: str) -> 
         watchfiles.run_process(
             root,
             target=serve,
-            args=(str(root), host, port, log_level, public_url),
+            args=(str(root), host, port, log_level, public_url, os.getpid()),
             watch_filter=ProjectFilter(root),
             callback=changed,
             sigint_timeout=5,

@@ -60,7 +60,7 @@ def stopped() -> Iterator[list[DevProcess]]:
     started: list[DevProcess] = []
     yield started
     for dev in started:
-        dev.stop(signal.SIGKILL)
+        dev.stop()
 
 
 def test_a_failed_run_is_logged_with_the_traceback_of_the_users_code_and_requests_in_an_access_log(
@@ -113,13 +113,17 @@ def test_dev_survives_a_build_ignores_outputs_and_environments_and_picks_up_a_ne
     assert output.count("reloading:") == 1 and "reloading: agents/late.py changed" in output, output
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
-def test_stopping_dev_stops_its_worker(tmp_path: Path, stopped: list[DevProcess], sig: int) -> None:
+@pytest.mark.parametrize(
+    ("sig", "status"),
+    [(signal.SIGTERM, 0), (signal.SIGINT, 0), (signal.SIGKILL, -signal.SIGKILL)],
+    ids=["SIGTERM", "Ctrl-C", "killed"],
+)
+def test_stopping_dev_stops_its_worker(tmp_path: Path, stopped: list[DevProcess], sig: int, status: int) -> None:
     dev = DevProcess(_project(tmp_path / "project", pid=PID))
     stopped.append(dev.up())
     worker = httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}}).json()["output"]
     assert worker != dev.process.pid
-    assert dev.stop(sig) == 0
+    assert dev.stop(sig) == status
     deadline = time.monotonic() + 30
     while _alive(worker):  # the worker may take a moment to be reaped; it must never outlive dev for long
         assert time.monotonic() < deadline, f"worker {worker} outlived dev"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,7 +110,7 @@ def deployment(project: Path) -> Iterator[DevProcess]:
     try:
         yield dev.up()
     finally:
-        dev.stop(signal.SIGKILL)
+        dev.stop()
 
 
 def test_runs_round_trip_through_a_deployments_url(deployment: DevProcess, tmp_path: Path) -> None:
