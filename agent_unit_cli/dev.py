@@ -32,8 +32,6 @@ from .config import ConfigError, load_config, store_url
 
 __all__ = ["ProjectFilter", "check", "check_port", "create_app", "log_config", "serve", "watch"]
 
-log = logging.getLogger("agent_unit")
-
 IGNORED = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
 """Folders whose changes never restart ``dev``, besides hidden ones (``.output``, ``.agent-unit``,
 ``.vercel``, ``.venv``, ``.git``) and virtual environments of any name."""
