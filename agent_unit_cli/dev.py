@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 import watchfiles
 from rich.console import Console
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_unit import create_agent_unit
 from agent_unit.discovery import discover_agents
@@ -118,32 +118,12 @@ class ProjectFilter:
         )
 
 
-class _Announce:
-    """Print where the server listens once its startup has succeeded (never before)."""
-
-    def __init__(self, app: ASGIApp, url: str) -> None:
-        self.app, self.url = app, url
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan":
-            return await self.app(scope, receive, send)
-
-        async def announce(message: Any) -> None:
-            await send(message)
-            if message["type"] == "lifespan.startup.complete":
-                Console().print(f"serving on {self.url}", markup=False, highlight=False)
-
-        await self.app(scope, receive, announce)
-
-
 def serve(root: str, host: str, port: int, log_level: str, public_url: str, parent: int | None = None) -> None:
     """Run the server in this process until it is stopped (the worker ``watch`` restarts).
 
     ``parent``: the pid of the ``dev`` that started this worker; the worker stops when that
     process is gone, even if it was killed without stopping it (SIGKILL, a crash).
     """
-    import uvicorn
-
     if parent is not None:
         _stop_with(parent)
 
@@ -152,14 +132,29 @@ def serve(root: str, host: str, port: int, log_level: str, public_url: str, pare
     except (ConfigError, AgentUnitError) as exc:  # an edit broke the project: wait for the next one
         Console(stderr=True, soft_wrap=True).print(f"error: {exc}", markup=False, highlight=False)
         raise SystemExit(1) from None
-    uvicorn.run(
-        _Announce(app, f"http://{host}:{port}"),
+    config = uvicorn.Config(
+        app,
         host=host,
         port=port,
         log_config=log_config(log_level),
         log_level=log_level,
         timeout_graceful_shutdown=3,  # an open event stream must not keep a restart waiting
     )
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down (as uvicorn.run does)
+        _Server(config, f"http://{host}:{port}").run()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, saying ``serving on URL`` once it listens (never before, never after a failure)."""
+
+    def __init__(self, config: uvicorn.Config, url: str) -> None:
+        super().__init__(config)
+        self.url = url
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            Console().print(f"serving on {self.url}", markup=False, highlight=False)
 
 
 def _stop_with(parent: int) -> None:

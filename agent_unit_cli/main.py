@@ -105,12 +105,15 @@ def dev(
         serving.check(served)  # the startup the server will do: a failure is one message here, and exit 1
         serving.check_port(host, port)
     agents = served.engine.agents
-    console.print(f"[bold]agent-unit {__version__}[/bold] dev: {len(agents)} agent(s) from {escape(str(root))}/agents")
+    console.print(
+        f"[bold]agent-unit {__version__}[/bold] dev: {len(agents)} agent(s) from {escape(str(root))}/agents",
+        soft_wrap=True,
+    )
     for name, agent in sorted(agents.items()):
         console.print(f"  [cyan]{escape(name)}[/cyan]  {escape(_first_line(agent.description))}")
     for route in routes(config.base_path):
         console.print(f"  {route}", highlight=False, markup=False)
-    console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False)
+    console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False, soft_wrap=True)
     if check:
         console.print("the app starts and its store answers", markup=False)
     elif reload:
