@@ -64,6 +64,12 @@ class Local:
 
         config, _ = load_config(self.root)
         found = discover_agents(self.root, adapters=config.adapters) if agents else {}
+        default = self.root / ".agent-unit" / "agent-unit.db"
+        if config.storage is None and not default.is_file():  # never create a store by looking for runs
+            raise ConfigError(
+                f"no runs here: {default} does not exist (agent-unit dev creates it): "
+                "use --root for the project, or --url for a deployment"
+            )
 
         async def go() -> Any:
             try:

@@ -133,3 +133,9 @@ def test_runs_round_trip_through_a_deployments_url(deployment: DevProcess, tmp_p
     unreachable = runner.invoke(app, ["runs", "--url", "http://127.0.0.1:9"])
     assert unreachable.exit_code == 1 and unreachable.output.startswith("error: cannot reach http://127.0.0.1:9")
     assert "Traceback" not in unreachable.output
+
+
+def test_runs_outside_a_project_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["runs", "--root", str(tmp_path)])
+    assert result.exit_code == 1 and result.output.startswith("error: no runs here:")
+    assert list(tmp_path.iterdir()) == []
