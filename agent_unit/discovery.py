@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -93,9 +94,39 @@ def discover_agents(
         try:
             module = _import(folder, name)
         except Exception as exc:
-            raise DiscoveryError(f"{shown} failed to import: {type(exc).__name__}: {exc}") from exc
+            where = _raised_at(exc, folder.parent)
+            raise DiscoveryError(
+                f"{shown} failed to import: {type(exc).__name__}: {exc}" + (f" (raised at {where})" if where else "")
+            ) from exc
         agents[name] = _agent_of(module, name, shown, resolve)
     return agents
+
+
+def _raised_at(exc: BaseException, root: Path) -> str | None:
+    """``file:line`` of the innermost frame in the user's project that raised ``exc``.
+
+    An agent often fails in a module it imports (``lib/db.py`` reading a setting), so the
+    agent's own file alone sends the user to the wrong place. Frames outside ``root`` (the
+    standard library, installed packages) and in a virtual environment inside it are skipped.
+    """
+    found: tuple[str, int] | None = None
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        found = (exc.filename, exc.lineno)  # the file that does not parse never ran a frame
+    else:
+        for frame, line in traceback.walk_tb(exc.__traceback__):
+            if _in_project(Path(frame.f_code.co_filename), root):
+                found = (frame.f_code.co_filename, line)
+    if found is None or not _in_project(Path(found[0]), root):
+        return None
+    return f"{Path(found[0]).resolve().relative_to(root)}:{found[1]}"
+
+
+def _in_project(path: Path, root: Path) -> bool:
+    try:
+        parts = path.resolve().relative_to(root).parts
+    except ValueError:
+        return False
+    return not any(part in ("site-packages", ".venv", "venv") for part in parts)
 
 
 def _agent_of(module: types.ModuleType, name: str, shown: str, resolve: Resolve) -> Agent:

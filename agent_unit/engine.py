@@ -451,6 +451,7 @@ class RunEngine:
                 if isinstance(outcome, Park):
                     await self._park(execution, outcome)
                 elif outcome is not None:
+                    log.error("run %s of agent %r failed", record.id, record.agent, exc_info=outcome)
                     await self._end(execution, RunStatus.failed, error=outcome)
                 else:
                     await self._end(execution, RunStatus.completed, output=output)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent_unit.durations import parse_duration
 
-__all__ = ["Config", "ConfigError", "Task", "load_config"]
+__all__ = ["Config", "ConfigError", "Task", "load_config", "store_url"]
 
 
 class ConfigError(Exception):
@@ -108,3 +108,8 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
             message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
             problems.append(f"{key}: {message}")
         raise ConfigError(f"{where}: " + "; ".join(problems)) from None
+
+
+def store_url(root: str | Path, config: Config) -> str:
+    """The storage ``dev`` and ``runs`` open: the configured one, or the SQLite file beside the project."""
+    return config.storage or f"sqlite:///{Path(root).resolve() / '.agent-unit' / 'agent-unit.db'}"

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agent_unit import __version__
-from agent_unit.adapters import AdapterError
 from agent_unit.discovery import discover_agents
-from agent_unit.errors import DiscoveryError
 
-from .build import BuildError, build, routes
-from .config import ConfigError, load_config
+from . import runs
+from .build import build, routes
+from .config import load_config, store_url
 from .presets import PRESETS, BuildOptions
+from .report import fail, reported
 
-app = typer.Typer(help="Durable runs for any Python agent framework, on any host.", no_args_is_help=True)
+app = typer.Typer(
+    help="Durable runs for any Python agent framework, on any host.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # a bug of ours must not print the user's secrets
+)
 console = Console()
-errors = Console(stderr=True)
+
+app.add_typer(runs.app, name="runs")
 
 ROOT = typer.Option(Path("."), "--root", help="The project folder (holds agents/).")
 
@@ -30,11 +37,6 @@ def _version(value: bool) -> None:
     if value:
         console.print(f"agent-unit {__version__}")
         raise typer.Exit()
-
-
-def _fail(message: str) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {message}", highlight=False)
-    return typer.Exit(1)
 
 
 @app.callback()
@@ -47,15 +49,17 @@ def _main(
 @app.command()
 def agents(root: Path = ROOT) -> None:
     """List the agents found in agents/."""
-    try:
+    with reported():
         config, _ = load_config(root)
         found = discover_agents(root, adapters=config.adapters)
-    except (ConfigError, DiscoveryError, AdapterError) as exc:
-        raise _fail(str(exc)) from None
     table = Table("agent", "framework", "description")
     for name, agent in sorted(found.items()):
-        table.add_row(name, agent.framework, agent.description.splitlines()[0] if agent.description else "")
+        table.add_row(escape(name), escape(agent.framework), escape(_first_line(agent.description)))
     console.print(table)
+
+
+def _first_line(text: str | None) -> str:
+    return text.splitlines()[0] if text else ""
 
 
 @app.command()
@@ -63,8 +67,18 @@ def presets() -> None:
     """List the build presets and what each needs."""
     table = Table("preset", "output", "runs on", "storage")
     for preset in PRESETS.values():
-        table.add_row(preset.name, preset.output, preset.runs_on, preset.storage)
+        table.add_row(*(escape(text) for text in (preset.name, preset.output, preset.runs_on, preset.storage)))
     console.print(table)
+
+
+class LogLevel(StrEnum):
+    """uvicorn's levels, for the access log and the `agent_unit` logger."""
+
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
 
 
 @app.command()
@@ -73,35 +87,40 @@ def dev(
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
     port: int = typer.Option(3000, help="Port to listen on."),
     reload: bool = typer.Option(True, help="Restart when a file changes."),
+    log_level: LogLevel = typer.Option(
+        LogLevel.info, "--log-level", help="info shows an access log; failed runs are logged at error."
+    ),
+    check: bool = typer.Option(False, "--check", help="Start the app, reach its store, and exit (for CI)."),
 ) -> None:
     """Serve agents/ at http://localhost:3000, reloading on change."""
-    try:
-        config, source = load_config(root)
-        found = discover_agents(root, adapters=config.adapters)
-    except (ConfigError, DiscoveryError, AdapterError) as exc:
-        raise _fail(str(exc)) from None
-    console.print(f"[bold]agent-unit {__version__}[/bold] dev: {len(found)} agent(s) from {root.resolve() / 'agents'}")
-    for name, agent in sorted(found.items()):
-        console.print(f"  [cyan]{name}[/cyan]  {agent.description.splitlines()[0] if agent.description else ''}")
-    for route in routes(config.base_path):
-        console.print(f"  {route}", highlight=False)
-    storage = config.storage or f"sqlite:///{root.resolve() / '.agent-unit' / 'agent-unit.db'}"
-    console.print(f"storage: {storage}; config: {source or 'defaults'}")
-    console.print(f"serving on http://{host}:{port}")
-    console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", highlight=False)
-    import uvicorn
+    from agent_unit.http.a2a import listen_url
 
-    os.environ["AGENT_UNIT_ROOT"] = str(root.resolve())
-    os.environ.setdefault("AGENT_UNIT_URL", f"http://localhost:{port}")  # the A2A card's URL in development
-    uvicorn.run(
-        "agent_unit_cli.dev:app",
-        factory=True,
-        host=host,
-        port=port,
-        reload=reload,
-        reload_dirs=[str(root.resolve())] if reload else None,
-        log_level="warning",
+    from . import dev as serving
+
+    root = root.resolve()
+    with reported():
+        config, source = load_config(root)
+        public_url = os.environ.get("AGENT_UNIT_URL") or config.url or listen_url(host, port, note=False)
+        served = serving.create_app(root, public_url=public_url)
+        serving.check(served)  # the startup the server will do: a failure is one message here, and exit 1
+        serving.check_port(host, port)
+    agents = served.engine.agents
+    console.print(
+        f"[bold]agent-unit {__version__}[/bold] dev: {len(agents)} agent(s) from {escape(str(root))}/agents",
+        soft_wrap=True,
     )
+    for name, agent in sorted(agents.items()):
+        console.print(f"  [cyan]{escape(name)}[/cyan]  {escape(_first_line(agent.description))}")
+    for route in routes(config.base_path):
+        console.print(f"  {route}", highlight=False, markup=False)
+    console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False, soft_wrap=True)
+    console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", markup=False, highlight=False)
+    if check:
+        console.print("the app starts and its store answers", markup=False)
+    elif reload:
+        serving.watch(root, host, port, log_level.value, public_url)
+    else:
+        serving.serve(str(root), host, port, log_level.value, public_url)
 
 
 @app.command("build")
@@ -120,7 +139,7 @@ def build_command(
 ) -> None:
     """Build the agents for a host."""
     options = BuildOptions(arch=arch, python=python, origin=origin)
-    try:
+    with reported(as_json):
         config, _ = load_config(root)
         if as_json:
             result = build(root, config, preset=preset, out=out, options=options)
@@ -129,23 +148,20 @@ def build_command(
                 result = build(
                     root, config, preset=preset, out=out, options=options, progress=lambda step: status.update(step)
                 )
-    except (ConfigError, BuildError) as exc:
-        if as_json:
-            print(json.dumps({"error": str(exc)}))
-        raise _fail(str(exc)) from None
     if as_json:
         print(json.dumps(result.to_dict()))
         return
     console.print(
-        f"[green]built[/green] {len(result.agents)} agent(s) with the {result.preset} preset into {result.output}"
+        f"[green]built[/green] {len(result.agents)} agent(s) with the {result.preset} preset into "
+        + escape(str(result.output))
     )
-    console.print(f"agents: {', '.join(result.agents)}")
+    console.print(f"agents: {', '.join(result.agents)}", markup=False)
     for route in result.routes:
-        console.print(f"  {route}", highlight=False)
-    console.print(f"wrote: {', '.join(result.files)}")
+        console.print(f"  {route}", highlight=False, markup=False)
+    console.print(f"wrote: {', '.join(result.files)}", markup=False)
     for note in result.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
-    console.print(f"next: [bold]{result.run}[/bold]")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    console.print(f"next: [bold]{escape(result.run)}[/bold]")
 
 
 @app.command()
@@ -155,12 +171,14 @@ def add(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing the configuration."),
 ) -> None:
     """Install an adapter package and add it to the configuration."""
+    from agent_unit.adapters import AdapterError
+
     from .add import AddError, adapter_references, add_to_config, install, installed, package_name, uninstall
 
     try:
         name = package_name(package)
         was_installed = installed(name)
-        with console.status(f"installing {package}"):
+        with console.status(f"installing {escape(package)}"):
             install(package, root)
         try:
             references = adapter_references(name)
@@ -173,11 +191,11 @@ def add(
             return
         path, added = add_to_config(root, references)
     except (AddError, AdapterError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if added:
-        console.print(f"[green]added[/green] {', '.join(added)} to {path}")
+        console.print(f"[green]added[/green] {escape(', '.join(added))} to {escape(str(path))}")
     else:
-        console.print(f"{name} is already in {path}")
+        console.print(f"{name} is already in {path}", markup=False)
 
 
 def main() -> None:

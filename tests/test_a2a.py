@@ -193,11 +193,11 @@ async def test_the_card_never_takes_its_url_from_the_host_header(http: httpx.Asy
     assert {i["url"] for i in card["supportedInterfaces"]} == {f"{URL}/a2a"} and card["url"] == f"{URL}/a2a"
 
 
-async def test_without_a_public_url_the_card_tells_the_operator_what_to_set() -> None:
+async def test_without_a_public_url_the_card_is_a_503_that_tells_the_operator_what_to_set() -> None:
     app = create_agent_unit(AGENTS, store="memory://")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
         response = await http.get("/.well-known/agent-card.json")
-        assert response.status_code == 500
+        assert response.status_code == 503
         error = response.json()["error"]
         assert error["code"] == "public_url_missing" and "AGENT_UNIT_URL" in error["message"]
         # The endpoint itself needs no URL.

@@ -122,6 +122,27 @@ def test_discovery_errors_name_the_file(tmp_path: Path, files: dict[str, str], m
         discover_agents(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("helper", "where"),
+    [
+        ("import os\n\nTOKEN = os.environ['NOT_SET_IN_ANY_TEST']\n", "lib_raising/settings.py:3"),
+        ("def broken(:\n    pass\n", "lib_not_parsing/settings.py:1"),
+    ],
+    ids=["raises", "syntax-error"],
+)
+def test_an_agent_that_fails_to_import_names_the_project_file_and_line_that_raised(
+    tmp_path: Path, helper: str, where: str
+) -> None:
+    package = where.split("/")[0]  # one per case: a package imported once stays in sys.modules
+    (tmp_path / "agents").mkdir()
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "settings.py").write_text(helper)
+    (tmp_path / "agents" / "billing.py").write_text(f"from {package} import settings\n")
+    with pytest.raises(DiscoveryError, match=rf"agents/billing.py failed to import: .* \(raised at {where}\)"):
+        discover_agents(tmp_path)
+
+
 def test_missing_agents_folder(tmp_path: Path) -> None:
     with pytest.raises(DiscoveryError, match="no agents/ folder"):
         discover_agents(tmp_path)

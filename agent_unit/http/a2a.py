@@ -120,9 +120,32 @@ _NOT_SERVED = {
 
 
 class PublicUrlMissing(AgentUnitError):
-    """The card must name the deployment's own URL, and the configuration does not give it."""
+    """The card must name the deployment's own URL, and the configuration does not give it.
 
-    code, status = "public_url_missing", 500
+    503, not 500: nothing failed, the deployment is not configured to serve a card yet."""
+
+    code, status = "public_url_missing", 503
+
+
+def listen_url(host: str, port: int | str, *, note: bool = True) -> str:
+    """The card's URL for a server with no configured ``url``: the address it listens on.
+
+    A server started by ``python main.py`` (server and docker builds) or ``agent-unit dev``
+    knows that address; a serverless host does not and keeps refusing the card. All
+    interfaces (``0.0.0.0``, ``::``) show as ``localhost``. ``note`` logs, once at start,
+    that a deployment should set ``url`` (clients outside this machine cannot use it).
+    """
+    shown = "localhost" if host in ("", "0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
+    url = f"http://{shown}:{port}"
+    if note:
+        everywhere = " (it listens on all interfaces)" if shown == "localhost" else ""
+        log.warning(
+            "agent-unit: `url` is not set, so the agent card shows %s%s: set url (or AGENT_UNIT_URL) to the "
+            "address clients reach in production",
+            url,
+            everywhere,
+        )
+    return url
 
 
 def card(api: _Api) -> ASGIApp:
@@ -130,7 +153,7 @@ def card(api: _Api) -> ASGIApp:
 
     The endpoint's URL is the configured public URL (``public_url`` / ``AGENT_UNIT_URL``)
     plus the path the app is mounted at; never the request's Host header, which the client
-    chooses. Without a public URL the card is a 500 that tells the operator to set it.
+    chooses. Without a public URL the card is a 503 that tells the operator to set it.
     """
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 
 from .. import env
@@ -31,6 +32,15 @@ def expand(url: str) -> str:
     return _VARIABLE.sub(value, url)
 
 
+def _driver(module: str, scheme: str, extra: str) -> None:
+    """Import the store's driver now (the store would at its first use): a missing one is one
+    message that names the extra to install, not an ImportError at the first request."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise ValueError(f'{scheme}:// needs the {extra} extra: pip install "agent-unit[{extra}]"') from None
+
+
 def open_store(url: str | None = None) -> Store:
     """Open the store at ``url`` (the embedded SQLite file when ``None``); ``${NAME}`` expands."""
     url = expand(url or DEFAULT_STORE_URL)
@@ -44,22 +54,19 @@ def open_store(url: str | None = None) -> Store:
 
         return SQLiteStore.from_url(url)
     if scheme in ("redis", "rediss", "valkey", "valkeys"):
-        try:
-            from .redis import RedisStore
-        except ImportError:
-            raise ValueError('redis:// needs the redis extra: pip install "agent-unit[redis]"') from None
+        _driver("redis.asyncio", "redis", "redis")
+        from .redis import RedisStore
+
         return RedisStore.from_url(url.replace("valkey", "redis", 1) if scheme.startswith("valkey") else url)
     if scheme in ("postgres", "postgresql"):
-        try:
-            from .postgres import PostgresStore
-        except ImportError:
-            raise ValueError('postgres:// needs the postgres extra: pip install "agent-unit[postgres]"') from None
+        _driver("psycopg", "postgres", "postgres")
+        from .postgres import PostgresStore
+
         return PostgresStore.from_url(url)
     if scheme == "dynamodb":
-        try:
-            from .dynamodb import DynamoDBStore
-        except ImportError:
-            raise ValueError('dynamodb:// needs the aws extra: pip install "agent-unit[aws]"') from None
+        _driver("boto3", "dynamodb", "aws")
+        from .dynamodb import DynamoDBStore
+
         return DynamoDBStore.from_url(url)
     raise ValueError(
         f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db, redis://host:6379, "

@@ -1,0 +1,270 @@
+"""``agent-unit runs``: list, show, resume and cancel runs, in the project's store or a deployment's.
+
+Without ``--url`` the command opens the project's configured storage (default: the SQLite
+file ``dev`` uses) and, to resume, runs the agent in this process until it parks or ends.
+With ``--url`` it goes through the deployment's HTTP API (``agent_unit.client``), with
+``--token`` as a bearer token for the deployment's ``authorize``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Column, Table
+
+from agent_unit.errors import AgentUnitError
+
+from .config import ConfigError, load_config, store_url
+from .report import reported
+
+__all__ = ["app"]
+
+app = typer.Typer(help="List, show, resume and cancel runs (the local store, or --url of a deployment).")
+console = Console()
+
+ROOT = typer.Option(Path("."), "--root", help="The project folder (its configured storage is used).")
+URL = typer.Option(None, "--url", help="A deployment's URL: go through its HTTP API instead of the local store.")
+TOKEN = typer.Option(None, "--token", envvar="AGENT_UNIT_TOKEN", help="Bearer token for --url.")
+JSON = typer.Option(False, "--json", help="Print JSON.")
+
+
+class Runs(Protocol):
+    """Where the runs are: the local store or a deployment. Records and events are their JSON form."""
+
+    def list(self, *, status: str | None, agent: str | None, thread_id: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest runs first, as ``GET /runs`` lists them."""
+
+    def show(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The run and its events."""
+
+    def resume(self, run_id: str, answer: Any) -> dict[str, Any]:
+        """Answer the run's interrupt; the run once it parks or ends."""
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        """Cancel the run; the cancelled run."""
+
+
+class Local:
+    """The project's own store, through a ``RunEngine`` of this process (no sweeps, no timers)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _run(self, work: Callable[[Any], Coroutine[Any, Any, Any]], *, agents: bool = False) -> Any:
+        from agent_unit.discovery import discover_agents
+        from agent_unit.runtime import RunEngine
+
+        config, _ = load_config(self.root)
+        found = discover_agents(self.root, adapters=config.adapters) if agents else {}
+        default = self.root / ".agent-unit" / "agent-unit.db"
+        if config.storage is None and not default.is_file():  # never create a store by looking for runs
+            raise ConfigError(
+                f"no runs here: {default} does not exist (agent-unit dev creates it): "
+                "use --root for the project, or --url for a deployment"
+            )
+
+        async def go() -> Any:
+            try:
+                engine = RunEngine(
+                    found,
+                    store_url(self.root, config),
+                    budget=config.budget,
+                    retention=config.retention,
+                    background_sweep=False,
+                )
+            except ValueError as exc:  # a store URL or driver that cannot be used
+                raise ConfigError(str(exc)) from None
+            try:
+                await engine.check_store()
+                return await work(engine)
+            finally:
+                await engine.aclose()
+
+        return asyncio.run(go())
+
+    def list(self, *, status: str | None, agent: str | None, thread_id: str | None, limit: int) -> list[dict[str, Any]]:
+        async def work(engine: Any) -> list[dict[str, Any]]:
+            page = await engine.list(status=status, agent=agent, thread_id=thread_id, limit=limit)
+            return [record.public() for record in page.runs]
+
+        return self._run(work)  # type: ignore[no-any-return]
+
+    def show(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        async def work(engine: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+            record = await engine.get(run_id)
+            return record.public(), [event.to_dict() for event in await engine.events(run_id)]
+
+        return self._run(work)  # type: ignore[no-any-return]
+
+    def resume(self, run_id: str, answer: Any) -> dict[str, Any]:
+        async def work(engine: Any) -> dict[str, Any]:
+            return (await engine.resume(run_id, answer, wait=True)).public()  # type: ignore[no-any-return]
+
+        return self._run(work, agents=True)  # type: ignore[no-any-return]
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        async def work(engine: Any) -> dict[str, Any]:
+            return (await engine.cancel(run_id)).public()  # type: ignore[no-any-return]
+
+        return self._run(work)  # type: ignore[no-any-return]
+
+
+class Remote:
+    """A deployment's HTTP API, through :class:`agent_unit.client.SyncAgentClient`."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url
+        self.headers = {"authorization": f"Bearer {token}"} if token else {}
+
+    @contextmanager
+    def _client(self) -> Iterator[Any]:
+        import httpx
+
+        from agent_unit.client import SyncAgentClient
+
+        try:
+            with SyncAgentClient(self.url, headers=self.headers) as client:
+                yield client
+        except httpx.HTTPError as exc:
+            raise AgentUnitError(f"cannot reach {self.url}: {exc or type(exc).__name__}") from None
+
+    def list(self, *, status: str | None, agent: str | None, thread_id: str | None, limit: int) -> list[dict[str, Any]]:
+        with self._client() as client:
+            page = client.list(status=status, agent=agent, thread_id=thread_id, limit=limit)
+        return page["runs"]  # type: ignore[no-any-return]
+
+    def show(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        with self._client() as client:
+            record = client.get(run_id)
+            return record, list(client.events(run_id))  # until the run parks or ends
+
+    def resume(self, run_id: str, answer: Any) -> dict[str, Any]:
+        with self._client() as client:
+            for _ in client.resume(run_id, answer):  # the stream ends when the run parks or ends
+                pass
+            return client.get(run_id)  # type: ignore[no-any-return]
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        with self._client() as client:
+            return client.cancel(run_id)  # type: ignore[no-any-return]
+
+
+def _source(root: Path, url: str | None, token: str | None) -> Runs:
+    return Remote(url, token) if url else Local(root.resolve())
+
+
+@app.callback(invoke_without_command=True)
+def list_runs(
+    ctx: typer.Context,
+    status: str | None = typer.Option(None, "--status", help="e.g. interrupted (the approvals inbox), failed."),
+    agent: str | None = typer.Option(None, "--agent", help="Only this agent's runs."),
+    thread: str | None = typer.Option(None, "--thread", help="Only this thread's runs."),
+    limit: int = typer.Option(50, "--limit", min=1, max=200, help="At most this many runs (newest first)."),
+    as_json: bool = JSON,
+    root: Path = ROOT,
+    url: str | None = URL,
+    token: str | None = TOKEN,
+) -> None:
+    """List runs (newest first); `runs show|resume|cancel ID` acts on one."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with reported():
+        found = _source(root, url, token).list(status=status, agent=agent, thread_id=thread, limit=limit)
+    if as_json:
+        print(json.dumps(found))
+        return
+    if not found:
+        console.print("no runs", markup=False)
+        return
+    table = Table(Column("id", no_wrap=True), "agent", "status", "waiting for")  # runs show ID: the rest
+    for run in found:
+        waiting = (run.get("interrupt") or {}).get("name") or (f"wake {run['wake_at']}" if run.get("wake_at") else "")
+        table.add_row(*(escape(str(value)) for value in (run["id"], run["agent"], run["status"], waiting)))
+    console.print(table)
+
+
+@app.command()
+def show(
+    run_id: str = typer.Argument(..., help="The run's id."),
+    as_json: bool = JSON,
+    root: Path = ROOT,
+    url: str | None = URL,
+    token: str | None = TOKEN,
+) -> None:
+    """Print a run and its events (with --url, a live run's events up to where it parks or ends)."""
+    with reported():
+        record, events = _source(root, url, token).show(run_id)
+    if as_json:
+        print(json.dumps({"run": record, "events": events}))
+        return
+    _print_run(record)
+    table = Table("seq", "event", "detail")
+    for event in events:
+        detail = {key: value for key, value in event.items() if key not in ("seq", "type", "runId", "threadId")}
+        table.add_row(str(event["seq"]), escape(event.get("type", "")), escape(_short(detail)))
+    console.print(table)
+
+
+@app.command()
+def resume(
+    run_id: str = typer.Argument(..., help="The interrupted run's id."),
+    answer: str = typer.Argument(..., help="The answer, as JSON: true, '{\"approved\": true}', '\"text\"'."),
+    as_json: bool = JSON,
+    root: Path = ROOT,
+    url: str | None = URL,
+    token: str | None = TOKEN,
+) -> None:
+    """Answer an interrupted run and let it go on until it parks or ends."""
+    try:
+        value = json.loads(answer)
+    except ValueError:
+        example = """'{"approved": true}'"""
+        raise typer.BadParameter(f"{answer!r} is not JSON: write true, 42, '\"text\"' or {example}") from None
+    with reported():
+        record = _source(root, url, token).resume(run_id, value)
+    _print_result(record, as_json)
+
+
+@app.command()
+def cancel(
+    run_id: str = typer.Argument(..., help="The run's id."),
+    as_json: bool = JSON,
+    root: Path = ROOT,
+    url: str | None = URL,
+    token: str | None = TOKEN,
+) -> None:
+    """Cancel a queued, running, interrupted or sleeping run."""
+    with reported():
+        record = _source(root, url, token).cancel(run_id)
+    _print_result(record, as_json)
+
+
+def _print_result(record: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(record))
+    else:
+        _print_run(record)
+
+
+def _print_run(record: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None)
+    for key in ("id", "agent", "status", "thread_id", "attempt", "created_at", "updated_at"):
+        if record.get(key) is not None:
+            table.add_row(key, escape(str(record[key])))
+    for key in ("input", "output", "error", "interrupt", "wake_at"):
+        if record.get(key) is not None:
+            table.add_row(key, escape(_short(record[key], 400)))
+    console.print(table)
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
