@@ -202,7 +202,9 @@ class RunEngine:
             lease_expires=now + self.lease_ttl,
             due_at=now + self.lease_ttl,
         )
-        await self.store.create_run(record, events=[ev.dumps(ev.run_started(record.id, record.thread_id))])
+        await self.store.create_run(
+            record, events=[ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))]
+        )
         self.tail.notify(record.id)
         self._spawn(record)
         return await self.wait(record.id) if wait else record.model_copy()
@@ -222,7 +224,9 @@ class RunEngine:
         _check_interrupt(record, interrupt_key)
         check_answer(record, answer)
         entry = JournalEntry(record.interrupt.key, ev.dumps(answer))
-        await self._claim(record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id),))
+        await self._claim(
+            record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id, record.attempt),)
+        )
         return await self.wait(run_id) if wait else record
 
     async def wake(self, run_id: str, *, wait: bool = False) -> RunRecord:
@@ -233,7 +237,7 @@ class RunEngine:
         if record.due_at is not None and record.due_at > self.clock.time():
             self._arm(run_id, record.due_at)
             return record
-        await self._claim(record, events=(ev.run_started(record.id, record.thread_id),))
+        await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
         return await self.wait(run_id) if wait else record
 
     async def continue_run(self, run_id: str, *, wait: bool = False) -> RunRecord:
@@ -275,21 +279,35 @@ class RunEngine:
             raise RunConflict(f"run {run_id} is {record.status.value}: cancel it before deleting it")
         await self.store.delete_run(run_id)
 
-    async def sweep(self, *, wait: bool = False, limit: int = 500) -> SweepResult:
-        """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention."""
+    async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
+        """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention.
+
+        ``lapsing``: also arm a timer for each lease that lapses before the next sweep, so a
+        server that starts after a crash recovers the dead process's runs as soon as their
+        leases lapse, not a whole ``sweep_interval`` later (the sweep at start does this).
+        """
         now = self.clock.time()
         result = SweepResult()
         touched: list[str] = []
         for record in await self.store.due_runs(before=now, limit=limit):
             try:
                 if record.status == RunStatus.sleeping:
-                    await self._claim(record, events=(ev.run_started(record.id, record.thread_id),))
+                    await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
                     result.woken += 1
+                    log.info("woke run %s of agent %r: its wake time passed", record.id, record.agent)
                 elif record.status in (RunStatus.running, RunStatus.queued):
                     if record.id in self._executions:
                         continue  # ours and alive: its renewal is just late
-                    await self._claim(record, recovered=record.status == RunStatus.running)
+                    crashed = record.status == RunStatus.running
+                    await self._claim(record, recovered=crashed)
                     result.recovered += 1
+                    log.info(
+                        "recovered run %s of agent %r: %s (attempt %d)",
+                        record.id,
+                        record.agent,
+                        "its lease lapsed, so the process executing it stopped" if crashed else _QUEUED_WHY,
+                        record.attempt,
+                    )
                 elif record.status in FINISHED:
                     await self.store.delete_run(record.id)
                     result.deleted += 1
@@ -301,7 +319,9 @@ class RunEngine:
             touched.append(record.id)
         if not self.clock.manual and self.schedule_wake is None:
             for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
-                if record.status == RunStatus.sleeping and record.due_at is not None:
+                if record.due_at is None or record.id in self._executions:
+                    continue
+                if record.status == RunStatus.sleeping or (lapsing and record.status in _LEASED):
                     self._arm(record.id, record.due_at)
         result.run_ids = tuple(touched)
         if wait:
@@ -310,10 +330,15 @@ class RunEngine:
         return result
 
     async def run_sweeps(self) -> None:
-        """Sweep every ``sweep_interval`` until cancelled (a long-lived server's loop)."""
+        """Sweep every ``sweep_interval`` until cancelled (a long-lived server's loop).
+
+        The first sweep runs at once: a server that starts recovers what it can right away.
+        """
+        first = True
         while True:
             try:
-                await self.sweep()
+                await self.sweep(lapsing=first)
+                first = False
             except Exception:
                 log.exception("agent-unit sweep failed")
             await asyncio.sleep(self.sweep_interval)
@@ -367,8 +392,9 @@ class RunEngine:
         record.lease_owner = self._lease_token()
         record.lease_expires = record.due_at = now + self.lease_ttl
         record.updated_at = to_datetime(now)  # type: ignore[assignment]
-        if recovered:
+        if recovered:  # a crash interrupted it: the new execution shows so in its events
             record.attempt += 1
+            events = (*events, ev.run_started(record.id, record.thread_id, record.attempt))
         await self.store.save_run(
             record, expected_version=expected, journal=journal, events=[ev.dumps(event) for event in events]
         )
@@ -632,7 +658,11 @@ class RunEngine:
 
         async def go() -> None:
             with contextlib.suppress(RunConflict, RunNotFound):  # woken elsewhere, cancelled or deleted
-                await self.wake(run_id)
+                record = await self.get(run_id)
+                if record.status == RunStatus.sleeping:
+                    await self.wake(run_id)
+                elif record.status in _LEASED:
+                    await self.sweep()  # a lease that lapsed (or was renewed: then nothing happens)
 
         self._track(go())
 
@@ -640,6 +670,10 @@ class RunEngine:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+_LEASED = (RunStatus.running, RunStatus.queued)
+_QUEUED_WHY = "it was waiting to continue (handed back at shutdown, or its continuation was lost)"
 
 
 def _park_in(group: BaseExceptionGroup) -> Park | None:
