@@ -33,7 +33,17 @@ from .durations import Duration, parse_duration
 from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
 from .execution import Execution
 from .ids import new_id
-from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
+from .records import (
+    FINISHED,
+    JournalEntry,
+    RunError,
+    RunPage,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+    agui_usage,
+    record_usage,
+)
 from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
 from .stores import Store, open_store
 from .tail import EventTail
@@ -321,7 +331,7 @@ class RunEngine:
             for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
                 if record.due_at is None or record.id in self._executions:
                     continue
-                if record.status == RunStatus.sleeping or (lapsing and record.status in _LEASED):
+                if record.status == RunStatus.sleeping or (lapsing and self._lapses(record)):
                     self._arm(record.id, record.due_at)
         result.run_ids = tuple(touched)
         if wait:
@@ -404,6 +414,11 @@ class RunEngine:
         self._disarm(record.id)
         self._spawn(record)
 
+    def _lapses(self, record: RunRecord) -> bool:
+        """Running under another process's lease, which lapses unless that process renews it."""
+        owner = record.lease_owner or ""
+        return record.status == RunStatus.running and not owner.startswith(f"{self.owner}/")
+
     def _lease_token(self) -> str:
         """This process and this claim: a step of an earlier execution of the same run in this
         process (one that outlived its lease) cannot write through a later claim's lease."""
@@ -471,7 +486,7 @@ class RunEngine:
                 outcome = park or group
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
                 outcome = exc
-            record.usage = run.usage
+            record.usage = record_usage(run.usage)
             self._stop_renewal(execution, renewal)  # from here on this execution only saves its outcome
             try:
                 if isinstance(outcome, Park):
@@ -567,7 +582,7 @@ class RunEngine:
         self._finish(record, status)
         if error is None:
             record.output = output
-            event = ev.run_finished(record.id, record.thread_id, output, record.usage)
+            event = ev.run_finished(record.id, record.thread_id, output, agui_usage(record.usage))
         else:
             code = getattr(error, "code", None) or type(error).__name__
             record.error = RunError(type=type(error).__name__, message=str(error), step=getattr(error, "step", None))

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from agent_unit import RunStatus
 from agent_unit.adapters.langgraph import adapter as langgraph_adapter
 from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
+from agent_unit.records import record_usage
 from agent_unit.run import RunState
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
@@ -98,7 +99,7 @@ async def test_a_graph_streams_steps_text_and_custom_events_and_finishes() -> No
 
     # the usage of the model call before the pause is journaled, so the total carries across it
     usage = [{"provider": "fake", "model": "fake-1", "inputTokens": 7, "outputTokens": 3, "totalTokens": 10}]
-    assert done.usage == usage and events[-1]["usage"] == usage
+    assert done.usage == record_usage(usage) and events[-1]["usage"] == usage
 
 
 def test_a_graph_is_described_by_its_input_schema_and_its_name() -> None:
