@@ -17,6 +17,7 @@ __all__ = [
     "JournalEntry",
     "RunError",
     "RunPage",
+    "RunEvent",
     "RunRecord",
     "RunStatus",
     "StoredEvent",
@@ -135,6 +136,21 @@ class StoredEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"seq": self.seq, **json.loads(self.data)}
+
+
+class RunEvent(BaseModel):
+    """One event of a run as a client reads it: its ``seq`` (the SSE id), its ``type``, and
+    ``data``, the event's JSON exactly as AG-UI (or agent-unit, for its own types) defines it:
+    ``event.data["runId"]``, ``event.data["delta"]``..."""
+
+    seq: int
+    type: str
+    data: dict[str, Any]
+
+    @classmethod
+    def parse(cls, seq: int, text: str) -> RunEvent:
+        data = json.loads(text)
+        return cls(seq=seq, type=data.get("type", ""), data=data)
 
 
 @dataclass(slots=True)

@@ -244,16 +244,16 @@ def test_an_approval_survives_a_restart_of_a_real_server(tmp_path: Path) -> None
     try:
         with SyncAgentClient(server.url) as agents:
             events = list(agents.run("approval", {"items": ["o_1"]}))
-            assert events[-1]["type"] == "RUN_INTERRUPTED" and events[-1]["interrupt"]["name"] == "approve"
-            run_id = events[-1]["runId"]
+            assert events[-1].type == "RUN_INTERRUPTED" and events[-1].data["interrupt"]["name"] == "approve"
+            run_id = events[-1].data["runId"]
         server.restart()
         with SyncAgentClient(server.url) as agents:
-            assert agents.get(run_id)["status"] == "interrupted"
+            assert agents.get(run_id).status == "interrupted"
             finished = list(agents.resume(run_id, True))
-            assert finished[-1]["type"] == "RUN_FINISHED"
-            steps = [event["stepName"] for event in finished if event["type"] == "STEP_STARTED"]
+            assert finished[-1].type == "RUN_FINISHED"
+            steps = [event.data["stepName"] for event in finished if event.type == "STEP_STARTED"]
             assert steps == ["approve", "charge"]
-            assert agents.get(run_id)["output"]["items"] == ["o_1", "prepared", "answer True", "charged"]
+            assert agents.get(run_id).output["items"] == ["o_1", "prepared", "answer True", "charged"]
     finally:
         server.stop()
     assert kinds(effects.read_text().splitlines()) == ["prepare", "approve", "approve", "charge"]

@@ -175,14 +175,14 @@ def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:
     try:
         with SyncAgentClient(server.url) as client:
             events = list(client.run("refund", {"prompt": "refund my order"}))
-            assert events[-1]["type"] == "RUN_INTERRUPTED"
-            assert events[-1]["interrupt"]["payload"]["tool"] == "refund"
-            run_id = events[-1]["runId"]
+            assert events[-1].type == "RUN_INTERRUPTED"
+            assert events[-1].data["interrupt"]["payload"]["tool"] == "refund"
+            run_id = events[-1].data["runId"]
         server.restart()  # a new process over the same store
         with SyncAgentClient(server.url) as client:
             finished = list(client.resume(run_id, True))
-            assert finished[-1]["type"] == "RUN_FINISHED" and finished[-1]["result"] == "done: refunded o_1"
-            assert client.get(run_id)["output"] == "done: refunded o_1"
+            assert finished[-1].type == "RUN_FINISHED" and finished[-1].data["result"] == "done: refunded o_1"
+            assert client.get(run_id).output == "done: refunded o_1"
     finally:
         server.stop()
     assert len(calls.read_text().splitlines()) == 2  # one model call before the restart, one after
