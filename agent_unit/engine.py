@@ -331,8 +331,10 @@ class RunEngine:
             for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
                 if record.due_at is None or record.id in self._executions:
                     continue
-                if record.status == RunStatus.sleeping or (lapsing and self._lapses(record)):
+                if record.status == RunStatus.sleeping:
                     self._arm(record.id, record.due_at)
+                elif lapsing and self._lapses(record):
+                    self._arm(record.id, record.due_at + _LAPSE_MARGIN)  # surely lapsed when it fires
         result.run_ids = tuple(touched)
         if wait:
             for run_id in touched:
@@ -688,6 +690,7 @@ class RunEngine:
 
 
 _LEASED = (RunStatus.running, RunStatus.queued)
+_LAPSE_MARGIN = 0.1  # seconds after a lease's expiry: a timer may fire a little early
 _QUEUED_WHY = "it was waiting to continue (handed back at shutdown, or its continuation was lost)"
 
 

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from agent_unit import Run, RunEngine, RunRecord, RunStatus, define_agent
+from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 
 from .server import ROOT, Server, free_port, wait_until_up
@@ -81,3 +85,50 @@ async def _events(db: Path, run_id: str) -> list[dict[str, Any]]:
         return [event.to_dict() for event in await store.read_events(run_id)]
     finally:
         await store.close()
+
+
+async def test_the_sweep_at_start_arms_a_timer_for_a_lease_held_by_a_dead_process(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    recovered = asyncio.Event()
+
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        recovered.set()
+        return await run.step("one", lambda: "done")
+
+    store = MemoryStore()
+    now = time.time()
+    moment = datetime.fromtimestamp(now, UTC)
+    dead = RunRecord(
+        id="run_dead",
+        agent="a",
+        thread_id="thread_dead",
+        status=RunStatus.running,
+        created_at=moment,
+        updated_at=moment,
+        version=1,
+        lease_owner="dead-host:1:x/c",
+        lease_expires=now + 1,
+        due_at=now + 1,
+    )
+    await store.create_run(dead, events=['{"type":"RUN_STARTED"}'])
+    engine = RunEngine({"a": agent}, store, sweep_interval="1h")
+    caplog.set_level(logging.INFO, logger="agent_unit")
+    try:
+        engine.start_background()  # as a server's lifespan does: one sweep now, the next in an hour
+        await asyncio.wait_for(recovered.wait(), 30)  # not an hour: at the lapse of the dead lease
+        record = await engine.wait("run_dead")
+    finally:
+        await engine.aclose()
+    assert record.attempt == 2 and record.output == "done"
+    assert "recovered run run_dead of agent 'a': its lease lapsed" in caplog.text
+    events = [event.to_dict() for event in await store.read_events("run_dead")]
+    assert [event["type"] for event in events] == [
+        "RUN_STARTED",
+        "RUN_STARTED",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "RUN_FINISHED",
+    ]
+    assert events[1]["metadata"] == {"agent-unit": {"attempt": 2}}
