@@ -2,13 +2,16 @@
 
     async with AgentClient("http://localhost:3000") as agents:
         async for event in agents.run("refund", {"order_id": "o_1"}):
-            if event["type"] == "RUN_INTERRUPTED":
-                run_id = event["runId"]
+            if event.type == "RUN_INTERRUPTED":
+                run_id = event.data["runId"]
         async for event in agents.resume(run_id, {"approved": True}):
-            print(event["type"])
+            print(event.seq, event.type)
+        record = await agents.get(run_id)  # a RunRecord
 
 A stream that drops is reconnected from the last seq it delivered (``Last-Event-ID``), so
-every event arrives once. Errors are the same types the engine raises (``RunNotFound``,
+every event arrives once. Streams yield :class:`RunEvent` (seq, type, and the event's AG-UI
+JSON as ``data``); runs are :class:`RunRecord`, pages :class:`RunPage`, the manifest
+:class:`Manifest`. Errors are the same types the engine raises (``RunNotFound``,
 ``NotInterrupted``, ``InvalidAnswer``...), carrying the server's ``code``. ``SyncAgentClient``
 is the same for scripts.
 """
@@ -16,17 +19,34 @@ is the same for scripts.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import httpx
 from httpx_sse import EventSource
+from pydantic import BaseModel
 
 from . import errors
+from .records import RunEvent, RunPage, RunRecord
 
-__all__ = ["AgentClient", "SyncAgentClient"]
+__all__ = ["AgentClient", "AgentInfo", "Manifest", "RunEvent", "RunPage", "RunRecord", "SyncAgentClient"]
+
+
+class AgentInfo(BaseModel):
+    """One agent of the manifest (``GET /agents``)."""
+
+    name: str
+    description: str | None = None
+    framework: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+
+
+class Manifest(BaseModel):
+    name: str
+    agents: list[AgentInfo]
+
 
 _DROPPED = (httpx.ReadError, httpx.RemoteProtocolError, httpx.ConnectError, httpx.ReadTimeout, httpx.WriteError)
 _BY_CODE: dict[str, type[errors.AgentUnitError]] = {
@@ -55,11 +75,15 @@ def _start_body(input: Any, thread_id: str | None) -> dict[str, Any]:
     return {"input": input} if thread_id is None else {"input": input, "thread_id": thread_id}
 
 
-def _event(sse: Any) -> dict[str, Any] | None:
+def _event(sse: Any) -> RunEvent | None:
     """A stored event with its seq, or None for a keep-alive."""
     if not sse.data:
         return None
-    return {"seq": int(sse.id), **json.loads(sse.data)}
+    return RunEvent.parse(int(sse.id), sse.data)
+
+
+def _page(body: dict[str, Any]) -> RunPage:
+    return RunPage([RunRecord.model_validate(run) for run in body["runs"]], body.get("next_cursor"))
 
 
 class AgentClient:
@@ -98,19 +122,19 @@ class AgentClient:
 
     # -- streams ---------------------------------------------------------------------------
 
-    def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> AsyncIterator[RunEvent]:
         """Start a run and yield its events until it parks or ends."""
         return self._stream(f"/agents/{agent}/runs", _start_body(input, thread_id), None)
 
-    def resume(self, run_id: str, answer: Any = None) -> AsyncIterator[dict[str, Any]]:
+    def resume(self, run_id: str, answer: Any = None) -> AsyncIterator[RunEvent]:
         """Answer an interrupted run and yield its new events until it parks or ends."""
         return self._stream(f"/runs/{run_id}/resume", {"answer": answer}, run_id)
 
-    def events(self, run_id: str, *, after: int = 0, follow: bool = False) -> AsyncIterator[dict[str, Any]]:
+    def events(self, run_id: str, *, after: int = 0, follow: bool = False) -> AsyncIterator[RunEvent]:
         """The run's events after seq ``after`` (until it parks or ends, or for good with ``follow``)."""
         return self._follow(run_id, after, follow)
 
-    async def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> AsyncIterator[RunEvent]:
         after: int | None = None  # None until the server has answered: then the request was not delivered
         try:
             async with self._http.stream("POST", path, json=body, headers=_STREAM) as response:
@@ -121,7 +145,7 @@ class AgentClient:
                 after = int(response.headers.get("x-stream-after", "0"))
                 async for sse in EventSource(response).aiter_sse():
                     if (event := _event(sse)) is not None:
-                        after = event["seq"]
+                        after = event.seq
                         yield event
                 return
         except _DROPPED:
@@ -130,7 +154,7 @@ class AgentClient:
         async for event in self._follow(run_id, after, False):
             yield event
 
-    async def _follow(self, run_id: str, after: int, follow: bool) -> AsyncIterator[dict[str, Any]]:
+    async def _follow(self, run_id: str, after: int, follow: bool) -> AsyncIterator[RunEvent]:
         failures = 0
         while True:
             try:
@@ -145,7 +169,7 @@ class AgentClient:
                         _raise_for(response)
                     async for sse in EventSource(response).aiter_sse():
                         if (event := _event(sse)) is not None:
-                            after, failures = event["seq"], 0
+                            after, failures = event.seq, 0
                             yield event
                     return
             except _DROPPED:
@@ -156,27 +180,30 @@ class AgentClient:
 
     # -- records ---------------------------------------------------------------------------
 
-    async def start(self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False) -> Any:
+    async def start(
+        self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False
+    ) -> RunRecord:
         """Start a run without streaming; with ``wait``, return once it parks or ends."""
-        return await self._json(
+        body = await self._json(
             "POST", f"/agents/{agent}/runs", json=_start_body(input, thread_id), params={"wait": "1"} if wait else None
         )
+        return RunRecord.model_validate(body)
 
-    async def get(self, run_id: str) -> Any:
-        return await self._json("GET", f"/runs/{run_id}")
+    async def get(self, run_id: str) -> RunRecord:
+        return RunRecord.model_validate(await self._json("GET", f"/runs/{run_id}"))
 
-    async def list(self, **filters: Any) -> Any:
-        """``status``, ``agent``, ``thread_id``, ``limit``, ``cursor``: ``{"runs", "next_cursor"}``."""
-        return await self._json("GET", "/runs", params={k: v for k, v in filters.items() if v is not None})
+    async def list(self, **filters: Any) -> RunPage:
+        """``status``, ``agent``, ``thread_id``, ``limit``, ``cursor``: a page of runs and the next cursor."""
+        return _page(await self._json("GET", "/runs", params={k: v for k, v in filters.items() if v is not None}))
 
-    async def cancel(self, run_id: str) -> Any:
-        return await self._json("POST", f"/runs/{run_id}/cancel")
+    async def cancel(self, run_id: str) -> RunRecord:
+        return RunRecord.model_validate(await self._json("POST", f"/runs/{run_id}/cancel"))
 
     async def delete(self, run_id: str) -> None:
         await self._json("DELETE", f"/runs/{run_id}")
 
-    async def agents(self) -> Any:
-        return await self._json("GET", "/agents")
+    async def agents(self) -> Manifest:
+        return Manifest.model_validate(await self._json("GET", "/agents"))
 
 
 class SyncAgentClient:
@@ -213,16 +240,16 @@ class SyncAgentClient:
         _raise_for(response)
         return None if response.status_code == 204 else response.json()
 
-    def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> Iterator[dict[str, Any]]:
+    def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> Iterator[RunEvent]:
         return self._stream(f"/agents/{agent}/runs", _start_body(input, thread_id), None)
 
-    def resume(self, run_id: str, answer: Any = None) -> Iterator[dict[str, Any]]:
+    def resume(self, run_id: str, answer: Any = None) -> Iterator[RunEvent]:
         return self._stream(f"/runs/{run_id}/resume", {"answer": answer}, run_id)
 
-    def events(self, run_id: str, *, after: int = 0, follow: bool = False) -> Iterator[dict[str, Any]]:
+    def events(self, run_id: str, *, after: int = 0, follow: bool = False) -> Iterator[RunEvent]:
         return self._follow(run_id, after, follow)
 
-    def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> Iterator[dict[str, Any]]:
+    def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> Iterator[RunEvent]:
         after: int | None = None  # None until the server has answered: then the request was not delivered
         try:
             with self._http.stream("POST", path, json=body, headers=_STREAM) as response:
@@ -233,7 +260,7 @@ class SyncAgentClient:
                 after = int(response.headers.get("x-stream-after", "0"))
                 for sse in EventSource(response).iter_sse():
                     if (event := _event(sse)) is not None:
-                        after = event["seq"]
+                        after = event.seq
                         yield event
                 return
         except _DROPPED:
@@ -241,7 +268,7 @@ class SyncAgentClient:
                 raise
         yield from self._follow(run_id, after, False)
 
-    def _follow(self, run_id: str, after: int, follow: bool) -> Iterator[dict[str, Any]]:
+    def _follow(self, run_id: str, after: int, follow: bool) -> Iterator[RunEvent]:
         failures = 0
         while True:
             try:
@@ -256,7 +283,7 @@ class SyncAgentClient:
                         _raise_for(response)
                     for sse in EventSource(response).iter_sse():
                         if (event := _event(sse)) is not None:
-                            after, failures = event["seq"], 0
+                            after, failures = event.seq, 0
                             yield event
                     return
             except _DROPPED:
@@ -265,22 +292,23 @@ class SyncAgentClient:
                     raise
                 time.sleep(min(0.1 * 2**failures, 5.0))
 
-    def start(self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False) -> Any:
-        return self._json(
+    def start(self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+        body = self._json(
             "POST", f"/agents/{agent}/runs", json=_start_body(input, thread_id), params={"wait": "1"} if wait else None
         )
+        return RunRecord.model_validate(body)
 
-    def get(self, run_id: str) -> Any:
-        return self._json("GET", f"/runs/{run_id}")
+    def get(self, run_id: str) -> RunRecord:
+        return RunRecord.model_validate(self._json("GET", f"/runs/{run_id}"))
 
-    def list(self, **filters: Any) -> Any:
-        return self._json("GET", "/runs", params={k: v for k, v in filters.items() if v is not None})
+    def list(self, **filters: Any) -> RunPage:
+        return _page(self._json("GET", "/runs", params={k: v for k, v in filters.items() if v is not None}))
 
-    def cancel(self, run_id: str) -> Any:
-        return self._json("POST", f"/runs/{run_id}/cancel")
+    def cancel(self, run_id: str) -> RunRecord:
+        return RunRecord.model_validate(self._json("POST", f"/runs/{run_id}/cancel"))
 
     def delete(self, run_id: str) -> None:
         self._json("DELETE", f"/runs/{run_id}")
 
-    def agents(self) -> Any:
-        return self._json("GET", "/agents")
+    def agents(self) -> Manifest:
+        return Manifest.model_validate(self._json("GET", "/agents"))

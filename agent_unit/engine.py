@@ -33,7 +33,17 @@ from .durations import Duration, parse_duration
 from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
 from .execution import Execution
 from .ids import new_id
-from .records import FINISHED, JournalEntry, RunError, RunPage, RunRecord, RunStatus, StoredEvent
+from .records import (
+    FINISHED,
+    JournalEntry,
+    RunError,
+    RunPage,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+    agui_usage,
+    record_usage,
+)
 from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
 from .stores import Store, open_store
 from .tail import EventTail
@@ -202,7 +212,9 @@ class RunEngine:
             lease_expires=now + self.lease_ttl,
             due_at=now + self.lease_ttl,
         )
-        await self.store.create_run(record, events=[ev.dumps(ev.run_started(record.id, record.thread_id))])
+        await self.store.create_run(
+            record, events=[ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))]
+        )
         self.tail.notify(record.id)
         self._spawn(record)
         return await self.wait(record.id) if wait else record.model_copy()
@@ -222,7 +234,9 @@ class RunEngine:
         _check_interrupt(record, interrupt_key)
         check_answer(record, answer)
         entry = JournalEntry(record.interrupt.key, ev.dumps(answer))
-        await self._claim(record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id),))
+        await self._claim(
+            record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id, record.attempt),)
+        )
         return await self.wait(run_id) if wait else record
 
     async def wake(self, run_id: str, *, wait: bool = False) -> RunRecord:
@@ -233,7 +247,7 @@ class RunEngine:
         if record.due_at is not None and record.due_at > self.clock.time():
             self._arm(run_id, record.due_at)
             return record
-        await self._claim(record, events=(ev.run_started(record.id, record.thread_id),))
+        await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
         return await self.wait(run_id) if wait else record
 
     async def continue_run(self, run_id: str, *, wait: bool = False) -> RunRecord:
@@ -275,21 +289,35 @@ class RunEngine:
             raise RunConflict(f"run {run_id} is {record.status.value}: cancel it before deleting it")
         await self.store.delete_run(run_id)
 
-    async def sweep(self, *, wait: bool = False, limit: int = 500) -> SweepResult:
-        """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention."""
+    async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
+        """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention.
+
+        ``lapsing``: also arm a timer for each lease that lapses before the next sweep, so a
+        server that starts after a crash recovers the dead process's runs as soon as their
+        leases lapse, not a whole ``sweep_interval`` later (the sweep at start does this).
+        """
         now = self.clock.time()
         result = SweepResult()
         touched: list[str] = []
         for record in await self.store.due_runs(before=now, limit=limit):
             try:
                 if record.status == RunStatus.sleeping:
-                    await self._claim(record, events=(ev.run_started(record.id, record.thread_id),))
+                    await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
                     result.woken += 1
+                    log.info("woke run %s of agent %r: its wake time passed", record.id, record.agent)
                 elif record.status in (RunStatus.running, RunStatus.queued):
                     if record.id in self._executions:
                         continue  # ours and alive: its renewal is just late
-                    await self._claim(record, recovered=record.status == RunStatus.running)
+                    crashed = record.status == RunStatus.running
+                    await self._claim(record, recovered=crashed)
                     result.recovered += 1
+                    log.info(
+                        "recovered run %s of agent %r: %s (attempt %d)",
+                        record.id,
+                        record.agent,
+                        "its lease lapsed, so the process executing it stopped" if crashed else _QUEUED_WHY,
+                        record.attempt,
+                    )
                 elif record.status in FINISHED:
                     await self.store.delete_run(record.id)
                     result.deleted += 1
@@ -301,8 +329,12 @@ class RunEngine:
             touched.append(record.id)
         if not self.clock.manual and self.schedule_wake is None:
             for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
-                if record.status == RunStatus.sleeping and record.due_at is not None:
+                if record.due_at is None or record.id in self._executions:
+                    continue
+                if record.status == RunStatus.sleeping:
                     self._arm(record.id, record.due_at)
+                elif lapsing and self._lapses(record):
+                    self._arm(record.id, record.due_at + _LAPSE_MARGIN)  # surely lapsed when it fires
         result.run_ids = tuple(touched)
         if wait:
             for run_id in touched:
@@ -310,10 +342,15 @@ class RunEngine:
         return result
 
     async def run_sweeps(self) -> None:
-        """Sweep every ``sweep_interval`` until cancelled (a long-lived server's loop)."""
+        """Sweep every ``sweep_interval`` until cancelled (a long-lived server's loop).
+
+        The first sweep runs at once: a server that starts recovers what it can right away.
+        """
+        first = True
         while True:
             try:
-                await self.sweep()
+                await self.sweep(lapsing=first)
+                first = False
             except Exception:
                 log.exception("agent-unit sweep failed")
             await asyncio.sleep(self.sweep_interval)
@@ -367,8 +404,9 @@ class RunEngine:
         record.lease_owner = self._lease_token()
         record.lease_expires = record.due_at = now + self.lease_ttl
         record.updated_at = to_datetime(now)  # type: ignore[assignment]
-        if recovered:
+        if recovered:  # a crash interrupted it: the new execution shows so in its events
             record.attempt += 1
+            events = (*events, ev.run_started(record.id, record.thread_id, record.attempt))
         await self.store.save_run(
             record, expected_version=expected, journal=journal, events=[ev.dumps(event) for event in events]
         )
@@ -377,6 +415,11 @@ class RunEngine:
             self.tail.notify(record.id)
         self._disarm(record.id)
         self._spawn(record)
+
+    def _lapses(self, record: RunRecord) -> bool:
+        """Running under another process's lease, which lapses unless that process renews it."""
+        owner = record.lease_owner or ""
+        return record.status == RunStatus.running and not owner.startswith(f"{self.owner}/")
 
     def _lease_token(self) -> str:
         """This process and this claim: a step of an earlier execution of the same run in this
@@ -445,7 +488,7 @@ class RunEngine:
                 outcome = park or group
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
                 outcome = exc
-            record.usage = run.usage
+            record.usage = record_usage(run.usage)
             self._stop_renewal(execution, renewal)  # from here on this execution only saves its outcome
             try:
                 if isinstance(outcome, Park):
@@ -542,7 +585,7 @@ class RunEngine:
         self._finish(record, status)
         if error is None:
             record.output = output
-            event = ev.run_finished(record.id, record.thread_id, output, record.usage)
+            event = ev.run_finished(record.id, record.thread_id, output, agui_usage(record.usage))
         else:
             code = getattr(error, "code", None) or type(error).__name__
             record.error = RunError(type=type(error).__name__, message=str(error), step=getattr(error, "step", None))
@@ -633,7 +676,11 @@ class RunEngine:
 
         async def go() -> None:
             with contextlib.suppress(RunConflict, RunNotFound):  # woken elsewhere, cancelled or deleted
-                await self.wake(run_id)
+                record = await self.get(run_id)
+                if record.status == RunStatus.sleeping:
+                    await self.wake(run_id)
+                elif record.status in _LEASED:
+                    await self.sweep()  # a lease that lapsed (or was renewed: then nothing happens)
 
         self._track(go())
 
@@ -641,6 +688,11 @@ class RunEngine:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+_LEASED = (RunStatus.running, RunStatus.queued)
+_LAPSE_MARGIN = 0.1  # seconds after a lease's expiry: a timer may fire a little early
+_QUEUED_WHY = "it was waiting to continue (handed back at shutdown, or its continuation was lost)"
 
 
 def _park_in(group: BaseExceptionGroup) -> Park | None:

@@ -36,8 +36,16 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def run_started(run_id: str, thread_id: str) -> dict[str, Any]:
-    return {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id, "timestamp": now_ms()}
+def run_started(run_id: str, thread_id: str, attempt: int = 1) -> dict[str, Any]:
+    """A segment begins. ``attempt`` (in AG-UI's open ``metadata``, under our key) counts the
+    executions a crash cut short: a run recovered after one starts again with attempt 2."""
+    return {
+        "type": "RUN_STARTED",
+        "threadId": thread_id,
+        "runId": run_id,
+        "metadata": {"agent-unit": {"attempt": attempt}},
+        "timestamp": now_ms(),
+    }
 
 
 def run_finished(run_id: str, thread_id: str, result: Any, usage: list[dict[str, Any]]) -> dict[str, Any]:

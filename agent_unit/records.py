@@ -8,7 +8,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
+from pydantic.alias_generators import to_camel, to_snake
 
 __all__ = [
     "FINISHED",
@@ -16,9 +17,12 @@ __all__ = [
     "JournalEntry",
     "RunError",
     "RunPage",
+    "RunEvent",
     "RunRecord",
     "RunStatus",
     "StoredEvent",
+    "agui_usage",
+    "record_usage",
 ]
 
 
@@ -43,6 +47,17 @@ class Interrupt(BaseModel):
     payload: Any = None
     answer_schema: dict[str, Any] | None = None
     answer_type: str | None = None  # ``module:QualName`` of the answer's class, to validate it fully on resume
+
+
+def record_usage(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Token usage as the run record holds it: snake_case keys (``input_tokens``), like the rest
+    of the REST API's JSON. The journal and AG-UI events keep AG-UI's camelCase (``inputTokens``)."""
+    return [{to_snake(key): value for key, value in entry.items()} for entry in entries]
+
+
+def agui_usage(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The record's usage as AG-UI's ``TokenUsage`` entries (camelCase), for events."""
+    return [{to_camel(key): value for key, value in entry.items()} for entry in entries]
 
 
 class RunError(BaseModel):
@@ -78,13 +93,24 @@ class RunRecord(BaseModel):
     lease_expires: float | None = None
     due_at: float | None = None
 
+    @field_validator("usage", mode="before")
+    @classmethod
+    def _snake_case_usage(cls, value: Any) -> Any:
+        """Usage in snake_case whatever it was saved in (records saved before the convention)."""
+        return record_usage(value) if isinstance(value, list) and all(isinstance(v, dict) for v in value) else value
+
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
 
     def public(self) -> dict[str, Any]:
-        """The record as the API shows it: no lease bookkeeping."""
-        return self.model_dump(mode="json", exclude={"lease_owner", "lease_expires", "due_at"})
+        """The record as the API shows it: no lease bookkeeping, and no ``answer_type`` (the
+        module path of the answer's class, internal to validating a resume; the interrupt's
+        ``answer_schema`` describes the answer)."""
+        return self.model_dump(mode="json", exclude=_PRIVATE)
+
+
+_PRIVATE: Any = {"lease_owner": True, "lease_expires": True, "due_at": True, "interrupt": {"answer_type"}}
 
 
 # The fields kept in the store's JSON column; the rest are columns of their own.
@@ -110,6 +136,21 @@ class StoredEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"seq": self.seq, **json.loads(self.data)}
+
+
+class RunEvent(BaseModel):
+    """One event of a run as a client reads it: its ``seq`` (the SSE id), its ``type``, and
+    ``data``, the event's JSON exactly as AG-UI (or agent-unit, for its own types) defines it:
+    ``event.data["runId"]``, ``event.data["delta"]``..."""
+
+    seq: int
+    type: str
+    data: dict[str, Any]
+
+    @classmethod
+    def parse(cls, seq: int, text: str) -> RunEvent:
+        data = json.loads(text)
+        return cls(seq=seq, type=data.get("type", ""), data=data)
 
 
 @dataclass(slots=True)

@@ -139,22 +139,24 @@ class Remote:
     def list(self, *, status: str | None, agent: str | None, thread_id: str | None, limit: int) -> list[dict[str, Any]]:
         with self._client() as client:
             page = client.list(status=status, agent=agent, thread_id=thread_id, limit=limit)
-        return page["runs"]  # type: ignore[no-any-return]
+        return [record.public() for record in page.runs]
 
     def show(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         with self._client() as client:
-            record = client.get(run_id)
-            return record, list(client.events(run_id))  # until the run parks or ends
+            record = client.get(run_id).public()
+            return record, [
+                {"seq": event.seq, **event.data} for event in client.events(run_id)
+            ]  # until it parks or ends
 
     def resume(self, run_id: str, answer: Any) -> dict[str, Any]:
         with self._client() as client:
             for _ in client.resume(run_id, answer):  # the stream ends when the run parks or ends
                 pass
-            return client.get(run_id)  # type: ignore[no-any-return]
+            return client.get(run_id).public()
 
     def cancel(self, run_id: str) -> dict[str, Any]:
         with self._client() as client:
-            return client.cancel(run_id)  # type: ignore[no-any-return]
+            return client.cancel(run_id).public()
 
 
 def _source(root: Path, url: str | None, token: str | None) -> Runs:

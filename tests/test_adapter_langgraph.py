@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from agent_unit import RunStatus
 from agent_unit.adapters.langgraph import adapter as langgraph_adapter
 from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
+from agent_unit.records import record_usage
 from agent_unit.run import RunState
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
@@ -98,7 +99,7 @@ async def test_a_graph_streams_steps_text_and_custom_events_and_finishes() -> No
 
     # the usage of the model call before the pause is journaled, so the total carries across it
     usage = [{"provider": "fake", "model": "fake-1", "inputTokens": 7, "outputTokens": 3, "totalTokens": 10}]
-    assert done.usage == usage and events[-1]["usage"] == usage
+    assert done.usage == record_usage(usage) and events[-1]["usage"] == usage
 
 
 def test_a_graph_is_described_by_its_input_schema_and_its_name() -> None:
@@ -243,16 +244,16 @@ def test_an_approval_survives_a_restart_of_a_real_server(tmp_path: Path) -> None
     try:
         with SyncAgentClient(server.url) as agents:
             events = list(agents.run("approval", {"items": ["o_1"]}))
-            assert events[-1]["type"] == "RUN_INTERRUPTED" and events[-1]["interrupt"]["name"] == "approve"
-            run_id = events[-1]["runId"]
+            assert events[-1].type == "RUN_INTERRUPTED" and events[-1].data["interrupt"]["name"] == "approve"
+            run_id = events[-1].data["runId"]
         server.restart()
         with SyncAgentClient(server.url) as agents:
-            assert agents.get(run_id)["status"] == "interrupted"
+            assert agents.get(run_id).status == "interrupted"
             finished = list(agents.resume(run_id, True))
-            assert finished[-1]["type"] == "RUN_FINISHED"
-            steps = [event["stepName"] for event in finished if event["type"] == "STEP_STARTED"]
+            assert finished[-1].type == "RUN_FINISHED"
+            steps = [event.data["stepName"] for event in finished if event.type == "STEP_STARTED"]
             assert steps == ["approve", "charge"]
-            assert agents.get(run_id)["output"]["items"] == ["o_1", "prepared", "answer True", "charged"]
+            assert agents.get(run_id).output["items"] == ["o_1", "prepared", "answer True", "charged"]
     finally:
         server.stop()
     assert kinds(effects.read_text().splitlines()) == ["prepare", "approve", "approve", "charge"]

@@ -19,6 +19,7 @@ from agent_unit.adapters.openai_agents import adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.client import SyncAgentClient
 from agent_unit.errors import InvalidInput
+from agent_unit.records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
@@ -43,13 +44,14 @@ REJECTED = "Tool execution was not approved."  # what the SDK tells the model ab
 
 
 def usage(calls: int) -> list[dict[str, Any]]:
+    """The run record's usage (snake_case)."""
     return [
         {
             "provider": "openai",
             "model": "scripted",
-            "inputTokens": 10 * calls,
-            "outputTokens": 5 * calls,
-            "totalTokens": 15 * calls,
+            "input_tokens": 10 * calls,
+            "output_tokens": 5 * calls,
+            "total_tokens": 15 * calls,
         }
     ]
 
@@ -90,7 +92,9 @@ async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None
     assert by_type["TOOL_CALL_START"]["toolCallName"] == "refund"
     assert by_type["TOOL_CALL_ARGS"]["delta"] == '{"order_id": "o_1"}'
     assert by_type["TEXT_MESSAGE_CONTENT"]["delta"] == "done: refunded o_1"
-    assert by_type["RUN_FINISHED"]["result"] == "done: refunded o_1" and by_type["RUN_FINISHED"]["usage"] == usage(2)
+    assert by_type["RUN_FINISHED"]["result"] == "done: refunded o_1" and by_type["RUN_FINISHED"]["usage"] == agui_usage(
+        usage(2)
+    )
     for event in events:
         event.pop("seq")
         AGUI.validate_python(event)
@@ -171,14 +175,14 @@ def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:
     try:
         with SyncAgentClient(server.url) as client:
             events = list(client.run("refund", {"prompt": "refund my order"}))
-            assert events[-1]["type"] == "RUN_INTERRUPTED"
-            assert events[-1]["interrupt"]["payload"]["tool"] == "refund"
-            run_id = events[-1]["runId"]
+            assert events[-1].type == "RUN_INTERRUPTED"
+            assert events[-1].data["interrupt"]["payload"]["tool"] == "refund"
+            run_id = events[-1].data["runId"]
         server.restart()  # a new process over the same store
         with SyncAgentClient(server.url) as client:
             finished = list(client.resume(run_id, True))
-            assert finished[-1]["type"] == "RUN_FINISHED" and finished[-1]["result"] == "done: refunded o_1"
-            assert client.get(run_id)["output"] == "done: refunded o_1"
+            assert finished[-1].type == "RUN_FINISHED" and finished[-1].data["result"] == "done: refunded o_1"
+            assert client.get(run_id).output == "done: refunded o_1"
     finally:
         server.stop()
     assert len(calls.read_text().splitlines()) == 2  # one model call before the restart, one after

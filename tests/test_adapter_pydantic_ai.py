@@ -19,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from agent_unit import RunStatus, use_run
 from agent_unit.adapters.pydantic_ai import adapter
 from agent_unit.errors import InvalidAnswer, InvalidInput
+from agent_unit.records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
@@ -49,8 +50,8 @@ async def test_a_run_streams_events_and_finishes_with_output_and_usage() -> None
         assert done.status == RunStatus.completed and done.output == "done: charged 42"
         [usage] = done.usage  # FunctionModel estimates its tokens: two requests, summed per provider and model
         assert (usage["provider"], usage["model"]) == ("function", "scripted-charger")
-        assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0
-        assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
+        assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+        assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
         events = await unit.events(done.id)
     assert validated(events) == [
         "RUN_STARTED",
@@ -66,7 +67,7 @@ async def test_a_run_streams_events_and_finishes_with_output_and_usage() -> None
     text = "".join(event["delta"] for event in events if event["type"] == "TEXT_MESSAGE_CONTENT")
     assert text == "done: charged 42"
     assert events[1]["toolCallId"] == "call_1" and events[1]["toolCallName"] == "charge"
-    assert events[-1]["usage"] == done.usage
+    assert events[-1]["usage"] == agui_usage(done.usage)
 
 
 async def test_structured_output_is_the_runs_output() -> None:
@@ -112,7 +113,7 @@ async def test_approval_survives_a_restart_and_repeats_nothing(tmp_path: Path, f
     key = idempotency_key(parked.id, "tool:refund#call_1")
     assert fresh_log == ["model support 1", f"refund o_1 {key}", "model support 3"]  # model call 1 replayed
     assert [entry["model"] for entry in done.usage] == ["scripted-support"]
-    assert done.usage[0]["inputTokens"] > 0
+    assert done.usage[0]["input_tokens"] > 0
 
 
 async def test_a_declined_approval_runs_nothing_and_the_model_is_told(fresh_log: list[str]) -> None:

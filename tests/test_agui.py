@@ -192,7 +192,8 @@ async def test_each_ag_ui_run_reports_the_usage_of_its_own_model_calls(http: htt
     assert types(resumed)[1:4] == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
     assert resumed[-1]["result"] == "Hello again, Ada!" and resumed[-1]["usage"] == [USAGE]  # only the call after it
     record = await http.app.engine.get(response.headers["x-run-id"])  # type: ignore[attr-defined]
-    assert record.usage == [{**USAGE, "inputTokens": 6, "outputTokens": 10, "totalTokens": 16}]  # the durable run's
+    total = {"provider": "test", "model": "greeter", "input_tokens": 6, "output_tokens": 10, "total_tokens": 16}
+    assert record.usage == [total]  # the durable run's, snake_case as the run record has it
 
 
 async def test_a_cancelled_entry_cancels_the_run(http: httpx.AsyncClient) -> None:

@@ -10,6 +10,7 @@ from ag_ui.core import Event
 from pydantic import TypeAdapter
 
 from agent_unit import RunStatus, use_run
+from agent_unit.records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
@@ -63,11 +64,11 @@ async def test_approve_restart_resume_repeats_no_model_call_and_no_effect(tmp_pa
     assert script.calls == [1, 3]  # the first model call replayed from the journal
     assert effects == ["o_1"] and keys == [idempotency_key(parked.id, "tool:refund#call_1")]
     assert done.usage == [
-        {"provider": "test", "model": "scripted", "inputTokens": 20, "outputTokens": 10, "totalTokens": 30}
+        {"provider": "test", "model": "scripted", "input_tokens": 20, "output_tokens": 10, "total_tokens": 30}
     ]
     events = await second.events(parked.id)
     finished = events[-1]
-    assert finished["type"] == "RUN_FINISHED" and finished["usage"] == done.usage
+    assert finished["type"] == "RUN_FINISHED" and finished["usage"] == agui_usage(done.usage)
     tool_events = [event["type"] for event in events if event["type"].startswith("TOOL_CALL")]
     assert tool_events == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
     for event in events:

@@ -12,8 +12,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
 
-from agent_unit import create_agent_unit
-from agent_unit.client import AgentClient
+from agent_unit import RunStatus, create_agent_unit
+from agent_unit.client import AgentClient, RunEvent, RunPage, RunRecord
 from agent_unit.errors import InvalidAnswer, NotInterrupted, RunNotFound
 
 from .http_agents import AGENTS
@@ -245,24 +245,32 @@ async def test_base_path() -> None:
     await app.engine.aclose()
 
 
-async def test_client_over_asgi_raises_typed_errors() -> None:
+async def test_client_over_asgi_returns_typed_records_and_raises_typed_errors() -> None:
     app = create_agent_unit(AGENTS, store="memory://")
     async with AgentClient("http://unit", transport=httpx.ASGITransport(app=app)) as agents:
         events = [event async for event in agents.run("refund", {"order_id": "o"})]
-        run_id = events[-1]["runId"]
-        assert events[-1]["type"] == "RUN_INTERRUPTED"
+        assert all(isinstance(event, RunEvent) for event in events)
+        run_id = events[-1].data["runId"]
+        assert events[-1].type == "RUN_INTERRUPTED" and events[-1].data["interrupt"]["name"] == "approve-refund"
+        parked = await agents.get(run_id)
+        assert isinstance(parked, RunRecord) and parked.status == RunStatus.interrupted
+        assert parked.interrupt is not None and parked.interrupt.name == "approve-refund"
         with pytest.raises(InvalidAnswer) as caught:
             [event async for event in agents.resume(run_id, {"approved": "?"})]
         assert caught.value.code == "invalid_answer" and caught.value.status == 422
         finished = [event async for event in agents.resume(run_id, {"approved": True})]
-        assert finished[-1]["type"] == "RUN_FINISHED"
+        assert finished[-1].type == "RUN_FINISHED" and finished[-1].data["result"] == "refunded"
         with pytest.raises(NotInterrupted):
             [event async for event in agents.resume(run_id, True)]
         with pytest.raises(RunNotFound):
             await agents.get("run_missing")
-        assert (await agents.list(status="completed"))["runs"][0]["id"] == run_id
+        page = await agents.list(status="completed")
+        assert isinstance(page, RunPage) and [run.id for run in page.runs] == [run_id]
+        assert (await agents.get(run_id)).output == "refunded"
         replay = [event async for event in agents.events(run_id, after=4)]
-        assert [e["seq"] for e in replay] == [5, 6, 7, 8]
+        assert [e.seq for e in replay] == [5, 6, 7, 8]
+        manifest = await agents.agents()
+        assert "refund" in [agent.name for agent in manifest.agents]
     await app.engine.aclose()
 
 

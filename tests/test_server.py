@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_unit.client import AgentClient, SyncAgentClient
+from agent_unit.client import AgentClient, RunEvent, SyncAgentClient
 
 from .server import Server
 from .test_http import BAD
@@ -27,21 +27,21 @@ def server(tmp_path: Path) -> Server:
 def test_pause_restart_the_server_resume_charges_once(server: Server) -> None:
     with SyncAgentClient(server.url) as agents:
         events = list(agents.run("refund", {"order_id": "o_1"}))
-        assert events[-1]["type"] == "RUN_INTERRUPTED"
-        run_id = events[-1]["runId"]
+        assert events[-1].type == "RUN_INTERRUPTED"
+        run_id = events[-1].data["runId"]
     server.restart()  # a new process over the same store
     with SyncAgentClient(server.url) as agents:
-        assert agents.get(run_id)["status"] == "interrupted"
+        assert agents.get(run_id).status == "interrupted"
         finished = list(agents.resume(run_id, {"approved": True}))
-        assert [event["type"] for event in finished] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "RUN_FINISHED"]
-        assert finished[0]["seq"] == events[-1]["seq"] + 1
-        assert agents.get(run_id)["output"] == "refunded"
+        assert [event.type for event in finished] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "RUN_FINISHED"]
+        assert finished[0].seq == events[-1].seq + 1
+        assert agents.get(run_id).output == "refunded"
     charges = server.ledger.read_text().splitlines()  # type: ignore[attr-defined]
     assert len(charges) == 1 and charges[0].startswith("charge o_1 ")
 
 
 async def test_a_stream_dropped_by_a_server_restart_yields_every_event_once(server: Server) -> None:
-    seen: list[dict] = []
+    seen: list[RunEvent] = []
     restarted = threading.Event()
 
     async def consume() -> None:
@@ -55,12 +55,12 @@ async def test_a_stream_dropped_by_a_server_restart_yields_every_event_once(serv
 
     await asyncio.wait_for(consume(), 60)
     assert restarted.is_set()
-    seqs = [event["seq"] for event in seen]
+    seqs = [event.seq for event in seen]
     assert seqs == list(range(1, len(seqs) + 1))  # no gap, no duplicate
-    assert seen[-1]["type"] == "RUN_FINISHED" and seen[-1]["result"] == 300
-    ticks = [event for event in seen if event["type"] == "STEP_FINISHED"]
+    assert seen[-1].type == "RUN_FINISHED" and seen[-1].data["result"] == 300
+    ticks = [event for event in seen if event.type == "STEP_FINISHED"]
     assert len(ticks) == 300
-    released = [i for i, event in enumerate(seen) if event.get("name") == "agent-unit.released"]
+    released = [i for i, event in enumerate(seen) if event.data.get("name") == "agent-unit.released"]
     assert len(released) == 1 and released[0] < len(seen) - 2  # the old server handed it back; the new one finished it
 
 
@@ -82,7 +82,7 @@ def test_bad_requests_over_the_real_server_change_nothing(tmp_path: Path) -> Non
 
 def test_idle_streams_get_keep_alive_comments_that_clients_skip(server: Server) -> None:
     with SyncAgentClient(server.url) as agents:
-        run_id = next(iter(agents.run("refund", {"order_id": "o_1"})))["runId"]
+        run_id = next(iter(agents.run("refund", {"order_id": "o_1"}))).data["runId"]
         lines: list[str] = []
         with (
             httpx.Client(base_url=server.url, timeout=5) as http,
@@ -93,4 +93,4 @@ def test_idle_streams_get_keep_alive_comments_that_clients_skip(server: Server) 
                 if len(lines) >= 4:
                     break
         assert ": keep-alive" in lines and not any(line.startswith("data:") for line in lines)
-        assert [event["seq"] for event in agents.events(run_id, after=2)] == [3, 4]
+        assert [event.seq for event in agents.events(run_id, after=2)] == [3, 4]

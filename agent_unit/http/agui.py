@@ -39,7 +39,7 @@ from ..errors import (
     RunNotFound,
 )
 from ..events import dumps, now_ms
-from ..records import RunRecord, RunStatus
+from ..records import RunRecord, RunStatus, agui_usage
 from .bodies import read_json
 from .sse import SSEResponse, event_stream
 
@@ -188,7 +188,9 @@ class _AgUi:
         api = self.api
 
         async def body(stop: Any) -> AsyncIterator[bytes]:
-            translate = Translator(record.id, record.thread_id, agui_run_id, self.event_types, usage=record.usage)
+            translate = Translator(
+                record.id, record.thread_id, agui_run_id, self.event_types, usage=agui_usage(record.usage)
+            )
             chunks = event_stream(
                 self.engine,
                 record.id,
@@ -210,7 +212,7 @@ class _AgUi:
                         if stored.get("type") in _ENDS and "usage" not in stored:
                             # Saved with the event: the run's usage as it parked, failed or was cancelled.
                             now = await self.engine.store.load_run(record.id)
-                            usage = now.usage if now is not None else None
+                            usage = agui_usage(now.usage) if now is not None else None
                         for event in translate(stored, usage):
                             yield b"data: %s\n\n" % dumps(event).encode()
                         if translate.done:

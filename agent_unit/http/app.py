@@ -8,6 +8,7 @@ and a mounted sub-app gets none, so anything it needs starts on the first reques
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import logging
@@ -24,7 +25,7 @@ from .. import env
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
-from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound
+from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound, StoreUnavailable
 from ..records import RunRecord
 from .auth import Authorize, authorize, check_secret, load_authorize, production
 from .bodies import read_json
@@ -36,6 +37,7 @@ __all__ = ["AgentUnit", "create_agent_unit"]
 log = logging.getLogger("agent_unit.http")
 
 _TRUE = {"1", "true", "yes", "on"}
+_HEALTH_TIMEOUT = 5.0  # seconds: a store that takes longer is not answering, as far as traffic goes
 
 
 class AgentUnit(Starlette):
@@ -99,6 +101,7 @@ def create_agent_unit(
         Route("/runs/{run_id}/events", api.events, methods=["GET"]),
         Route("/runs/{run_id}/resume", api.resume, methods=["POST"]),
         Route("/runs/{run_id}/cancel", api.cancel, methods=["POST"]),
+        Route("/healthz", api.healthz, methods=["GET"]),  # outside authorize: load balancers call it
         Route("/__agent-unit/continue", api.continue_run, methods=["POST"]),
         Route("/__agent-unit/sweep", api.sweep, methods=["POST"]),
         # The protocols: each module is imported at its first request, so no other route and
@@ -342,6 +345,20 @@ class _Api:
     async def ui(self, request: Request) -> Response:
         await self._guard(request, "ui", {})
         return await page(request)
+
+    async def healthz(self, request: Request) -> Response:
+        """200 while the store answers, 503 when it does not. Outside ``authorize``: it tells a
+        load balancer or a container's health check whether to send traffic here, and says
+        nothing about agents or runs."""
+        self.engine.start_background()
+        try:  # one read of a run that never exists: a round trip on every store, no write
+            await asyncio.wait_for(self.engine.store.load_run("run_healthz"), _HEALTH_TIMEOUT)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever the driver raised, the store did not answer
+            log.warning("healthz: the store did not answer (%s)", type(exc).__name__)
+            raise StoreUnavailable(f"the store did not answer ({type(exc).__name__})") from None
+        return JSONResponse({"status": "ok"})
 
     # -- internal routes -------------------------------------------------------------------
 

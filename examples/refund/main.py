@@ -19,6 +19,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_unit.client import RunEvent
 
 HERE = Path(__file__).resolve().parent
 STATE = HERE / ".agent-unit"
@@ -63,11 +67,9 @@ def stop_server(server: subprocess.Popen[bytes]) -> None:
     server.wait(timeout=30)
 
 
-def show(event: dict[str, object]) -> None:
-    details = {
-        key: value for key, value in event.items() if key not in ("type", "seq", "threadId", "runId", "timestamp")
-    }
-    print(f"  {event['seq']:>3}  {event['type']:<16} {json.dumps(details)[:100] if details else ''}", flush=True)
+def show(event: RunEvent) -> None:
+    details = {key: value for key, value in event.data.items() if key not in ("type", "threadId", "runId", "timestamp")}
+    print(f"  {event.seq:>3}  {event.type:<16} {json.dumps(details)[:100] if details else ''}", flush=True)
 
 
 def main() -> int:
@@ -89,14 +91,14 @@ def main() -> int:
         run_id = ""
         for event in agents.run("refund", {"order_id": "o_1"}):
             show(event)
-            run_id = run_id or str(event["runId"])  # RUN_STARTED names the run
+            run_id = run_id or str(event.data["runId"])  # RUN_STARTED names the run
 
     say("stopping the server, starting it again")
     stop_server(server)
     server = start_server(port)
     try:
         with SyncAgentClient(f"http://127.0.0.1:{port}") as agents:
-            print(f"  run {run_id} is {agents.get(run_id)['status']} after the restart")
+            print(f"  run {run_id} is {agents.get(run_id).status.value} after the restart")
             say(f"POST /runs/{run_id}/resume  {{'answer': {{'approved': true}}}}")
             for event in agents.resume(run_id, {"approved": True, "note": "customer is right"}):
                 show(event)
@@ -105,9 +107,9 @@ def main() -> int:
         stop_server(server)
 
     calls = [json.loads(line)["call"] for line in LEDGER.read_text().splitlines()]
-    print(f"run {run_id}: {record['status']}, output {record['output']!r}")
+    print(f"run {run_id}: {record.status.value}, output {record.output!r}")
     print(f"ledger: load_order ran {calls.count('load_order')}x, refund ran {calls.count('refund')}x")
-    if record["output"] != "refunded" or calls.count("refund") != 1 or calls.count("load_order") != 1:
+    if record.output != "refunded" or calls.count("refund") != 1 or calls.count("load_order") != 1:
         print("error: the run did not finish with each effect exactly once", file=sys.stderr)
         return 1
     print("ok: built, paused, restarted the server, resumed; every effect ran exactly once")
