@@ -23,6 +23,7 @@ def app() -> AgentUnit:
         base_path=config.base_path,
         authorize=config.authorize,
         max_body_bytes=config.max_body_bytes,
+        allowed_origins=config.allowed_origins,
         budget=config.budget,
         retention=config.retention,
     )
