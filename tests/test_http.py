@@ -119,6 +119,14 @@ BAD = [
         413,
         "payload_too_large",
     ),
+    (
+        "a content-length past the digits int() converts",
+        "POST",
+        "/agents/refund/runs",
+        {"content": b"{}", "headers": {"content-type": "application/json", "content-length": "9" * 5000}},
+        413,
+        "payload_too_large",
+    ),
     ("a JSON array", "POST", "/agents/refund/runs", {"json": [1]}, 400, "bad_request"),
     ("unknown field", "POST", "/agents/refund/runs", {"json": {"inputs": {}}}, 400, "bad_request"),
     ("unknown agent", "POST", "/agents/nope/runs", {"json": {"input": {}}}, 404, "agent_not_found"),
@@ -448,6 +456,7 @@ async def test_a_caller_refused_everything_learns_nothing_from_any_route(hook: A
         "\u0661\u0662",  # Arabic-Indic digits: the same
         str(2**63),  # past SQLite's signed 64-bit integers: once a 200 whose stream was then cut
         "9" * 40,
+        "9" * 5000,  # past the digits int() converts
     ],
 )
 async def test_a_last_event_id_that_is_no_seq_is_a_422_never_a_cut_stream(tmp_path: Any, value: str) -> None:
@@ -455,7 +464,7 @@ async def test_a_last_event_id_that_is_no_seq_is_a_422_never_a_cut_stream(tmp_pa
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
         parked = await start_parked(http)
         responses = [await http.get(f"/runs/{parked['id']}/events", params={"after": value})]
-        if value.isascii() or value == "²":  # what a header can carry (latin-1)
+        if len(value) < 100 and (value.isascii() or value == "²"):  # what a header can carry (latin-1)
             header = {"last-event-id": value.encode("latin-1")}
             responses.append(await http.get(f"/runs/{parked['id']}/events", headers=header))
         for response in responses:

@@ -34,6 +34,7 @@ from ..errors import (
     Forbidden,
     InvalidAnswer,
     InvalidInput,
+    PayloadTooLarge,
     RunConflict,
     RunNotFound,
     Unauthorized,
@@ -65,7 +66,7 @@ from .a2a_shapes import (
     task,
     to_v03,
 )
-from .bodies import parse_json, require_json
+from .bodies import parse_json, refuse_declared_oversize, require_json
 from .sse import SSEResponse, event_stream
 
 if TYPE_CHECKING:
@@ -256,11 +257,10 @@ class _JsonRpc:
     async def _read(self, request: Request) -> Any:
         """The body as JSON, refused past ``max_body_bytes`` before it is read whole (as every route is)."""
         limit = self.api.max_body_bytes
-        declared = request.headers.get("content-length", "")
-        if declared.isascii() and declared.isdigit() and int(declared) > limit:
-            raise RpcError(
-                INVALID_REQUEST, f"the body is {int(declared):,} bytes, over the limit of {limit:,} (max_body_bytes)"
-            )
+        try:
+            refuse_declared_oversize(request, limit)
+        except PayloadTooLarge as exc:
+            raise RpcError(INVALID_REQUEST, exc.message) from None
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)

@@ -219,6 +219,11 @@ class _Api:
         self.buffered = buffered
 
     async def guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
+        """Raise 401/403 unless ``authorize`` allows ``action`` on ``run``.
+
+        Every route calls it before it answers anything about the request (a body that does not
+        parse, an agent or a run that does not exist), so a caller who may not act learns nothing.
+        """
         self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
         await authorize(self.authorize, request, action, run)
         request.state.agent_unit_authorized = True
@@ -325,7 +330,7 @@ class _Api:
     async def events(self, request: Request) -> Response:
         record = await self._run(request, "events")
         raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-        if not (raw.isascii() and raw.isdigit() and int(raw) <= _MAX_SEQ):
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= _MAX_SEQ):
             raise InvalidArgument(
                 f"Last-Event-ID / after = {raw[:40]!r}: send the seq (a whole number of ASCII digits, "
                 "below 2**63) of the last event seen"

@@ -16,7 +16,7 @@ from starlette.requests import Request
 
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
-__all__ = ["lone_surrogate", "parse_json", "read_json", "refuse_non_json", "require_json"]
+__all__ = ["lone_surrogate", "parse_json", "read_json", "refuse_declared_oversize", "refuse_non_json", "require_json"]
 
 # A JSON escape of a UTF-16 surrogate: only a body holding one can decode to a string that
 # is not valid Unicode, so only such a body pays for the walk through its strings.
@@ -43,6 +43,17 @@ def require_json(request: Request) -> None:
     refuse_non_json(request)
     if not _media_type(request):
         raise UnsupportedMediaType("content-type 'missing': send application/json")
+
+
+def refuse_declared_oversize(request: Request, limit: int) -> None:
+    """413 when ``Content-Length`` alone says the body is over ``limit``, before a byte is read."""
+    declared = request.headers.get("content-length", "")
+    if not (declared.isascii() and declared.isdigit()):
+        return  # no length, or not a number: the body is counted as it is read
+    if len(declared) > 18:  # past any limit, and int() of a long enough string raises
+        raise PayloadTooLarge(f"the body is over the limit of {limit:,} bytes (max_body_bytes)")
+    if int(declared) > limit:
+        raise PayloadTooLarge(f"the body is {int(declared):,} bytes, over the limit of {limit:,} (max_body_bytes)")
 
 
 def lone_surrogate(value: Any) -> bool:
@@ -81,9 +92,7 @@ def parse_json(body: bytes) -> Any:
 async def read_json(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:
     """The body as a JSON object; ``{}`` for an empty body when not ``required``."""
     refuse_non_json(request)  # before a byte is read: a cross-site form never reaches the route
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"the body is {int(declared):,} bytes, over the limit of {limit:,} (max_body_bytes)")
+    refuse_declared_oversize(request, limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

@@ -26,9 +26,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import AgentNotFound, AgentUnitError, ForbiddenOrigin, InvalidArgument, InvalidInput, PayloadTooLarge
+from ..errors import AgentNotFound, AgentUnitError, ForbiddenOrigin, InvalidArgument, InvalidInput
 from ..records import RunRecord, RunStatus
-from .bodies import require_json
+from .bodies import refuse_declared_oversize, require_json
 
 if TYPE_CHECKING:
     from mcp.server import ServerRequestContext
@@ -127,12 +127,7 @@ def app(api: _Api) -> ASGIApp:
             await api.guard(request, "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
             # Before the SDK, which answers both with a bare text body: the same JSON errors as every route.
             require_json(request)
-            declared = request.headers.get("content-length", "")
-            if declared.isascii() and declared.isdigit() and int(declared) > api.max_body_bytes:
-                limit = api.max_body_bytes
-                raise PayloadTooLarge(
-                    f"the body is {int(declared):,} bytes, over the limit of {limit:,} (max_body_bytes)"
-                )
+            refuse_declared_oversize(request, api.max_body_bytes)
         except AgentUnitError as exc:
             await JSONResponse(exc.to_dict(), status_code=exc.status)(scope, receive, send)
             return
