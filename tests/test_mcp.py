@@ -383,3 +383,23 @@ async def test_a_page_from_a_foreign_origin_is_refused_and_allowed_ones_are_serv
 def test_an_allowed_origin_that_is_not_an_origin_is_refused_at_start() -> None:
     with pytest.raises(ValueError, match="allowed_origins"):
         create_agent_unit(AGENTS, store="memory://", allowed_origins=["https://app.example.com/path"])
+
+
+async def test_a_tool_call_the_hook_refuses_says_nothing_of_which_tools_or_runs_exist() -> None:
+    def endpoint_only(request: Request, action: str, run: dict[str, Any]) -> bool:
+        return action == "mcp"  # may reach /mcp, may start or resume nothing
+
+    unit = create_agent_unit(AGENTS, store="memory://", authorize=endpoint_only)
+    async with in_process(unit) as client:
+        for name, arguments in [
+            ("refund", {"order_id": "o_1"}),
+            ("nope", {}),  # no such tool
+            ("refund", {"unknown": 1}),  # arguments that do not fit
+            (RESUME_TOOL, {"run_id": "run_missing", "answer": True}),
+            (RESUME_TOOL, {"answer": True}),  # no run_id at all
+            (RESUME_TOOL, {"run_id": "run_missing", "stray": 1}),
+        ]:
+            result = await client.call_tool(name, arguments)
+            assert result.is_error and result.structured_content["error"]["code"] == "forbidden", (name, arguments)
+    assert (await unit.engine.list()).runs == []
+    await unit.engine.aclose()
