@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
 
-from agent_unit import create_agent_unit
+from agent_unit import Run, create_agent_unit, define_agent
 from agent_unit.client import AgentClient
 from agent_unit.errors import InvalidAnswer, NotInterrupted, RunNotFound
 
@@ -513,3 +513,24 @@ async def test_a_lone_surrogate_in_a_body_is_a_400_and_changes_nothing(
         "/agents/refund/runs?wait=1", content='{"input": {"order_id": "\\ud83d\\ude00"}}', headers=headers
     )
     assert pair.status_code == 200 and pair.json()["input"] == {"order_id": "\U0001f600"}  # a whole pair is fine
+
+
+@define_agent(description="Emits a string no UTF-8 encoder takes.")
+async def odd(input: str, run: Run) -> str:
+    await run.emit("odd", "\ud800")
+    return "done"
+
+
+async def test_an_event_holding_a_lone_surrogate_streams_whole_on_every_protocol() -> None:
+    # The memory store keeps Python strings, so an event can hold one; a stream echoes it escaped.
+    app = create_agent_unit({"odd": odd}, store="memory://", public_url="http://unit")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        run = (await http.post("/agents/odd/runs?wait=1", json={"input": "x"})).json()
+        events = sse((await http.get(f"/runs/{run['id']}/events")).text)
+        assert events[1]["value"] == "\ud800" and events[-1]["type"] == "RUN_FINISHED"
+        ag_ui = await http.post("/agents/odd/ag-ui", json=_ag_ui(forwardedProps={"input": "x"}))
+        assert ag_ui.status_code == 200 and '"value":"\\ud800"' in ag_ui.text and "RUN_FINISHED" in ag_ui.text
+        message = _a2a_message([{"text": "x"}])
+        a2a = await http.post("/a2a", json=_rpc("SendStreamingMessage", {"message": message}))
+        assert a2a.status_code == 200 and "TASK_STATE_COMPLETED" in a2a.text and "INTERNAL" not in a2a.text
+    await app.engine.aclose()

@@ -41,7 +41,7 @@ from ..errors import (
 from ..events import dumps, now_ms
 from ..records import RunRecord, RunStatus
 from .bodies import read_json
-from .sse import SSEResponse, event_stream
+from .sse import SSEResponse, event_stream, utf8
 
 if TYPE_CHECKING:
     from .app import _Api
@@ -222,7 +222,7 @@ class _AgUi:
                             now = await self.engine.store.load_run(record.id)
                             usage = now.usage if now is not None else None
                         for event in translate(stored, usage):
-                            yield b"data: %s\n\n" % dumps(event).encode()
+                            yield b"data: %s\n\n" % utf8(dumps(event))
                         if translate.done:
                             return
             except Exception:
@@ -233,7 +233,7 @@ class _AgUi:
                     "code": "internal",
                 }
                 for event in translate(failed, None):
-                    yield b"data: %s\n\n" % dumps(event).encode()
+                    yield b"data: %s\n\n" % utf8(dumps(event))
 
         return SSEResponse(body, headers={"x-run-id": record.id, "x-stream-after": str(after)})
 
