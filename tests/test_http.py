@@ -518,14 +518,18 @@ async def test_a_lone_surrogate_in_a_body_is_a_400_and_changes_nothing(
 @define_agent(description="Emits a string no UTF-8 encoder takes.")
 async def odd(input: str, run: Run) -> str:
     await run.emit("odd", "\ud800")
-    return "done"
+    return "\udfff"
 
 
-async def test_an_event_holding_a_lone_surrogate_streams_whole_on_every_protocol() -> None:
-    # The memory store keeps Python strings, so an event can hold one; a stream echoes it escaped.
+async def test_a_value_holding_a_lone_surrogate_is_echoed_escaped_on_every_protocol() -> None:
+    # The memory store keeps Python strings, so a run's output or event can hold one: every JSON
+    # body and stream writes it as its JSON escape instead of failing with a 500 or a cut stream.
     app = create_agent_unit({"odd": odd}, store="memory://", public_url="http://unit")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
-        run = (await http.post("/agents/odd/runs?wait=1", json={"input": "x"})).json()
+        started = await http.post("/agents/odd/runs?wait=1", json={"input": "x"})
+        assert started.status_code == 200 and '"output":"\\udfff"' in started.text
+        run = started.json()
+        assert (await http.get(f"/runs/{run['id']}")).json()["output"] == "\udfff"
         events = sse((await http.get(f"/runs/{run['id']}/events")).text)
         assert events[1]["value"] == "\ud800" and events[-1]["type"] == "RUN_FINISHED"
         ag_ui = await http.post("/agents/odd/ag-ui", json=_ag_ui(forwardedProps={"input": "x"}))
@@ -533,4 +537,6 @@ async def test_an_event_holding_a_lone_surrogate_streams_whole_on_every_protocol
         message = _a2a_message([{"text": "x"}])
         a2a = await http.post("/a2a", json=_rpc("SendStreamingMessage", {"message": message}))
         assert a2a.status_code == 200 and "TASK_STATE_COMPLETED" in a2a.text and "INTERNAL" not in a2a.text
+        sent = await http.post("/a2a", json=_rpc("SendMessage", {"message": message}))
+        assert sent.json()["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "\udfff"
     await app.engine.aclose()

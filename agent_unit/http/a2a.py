@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..answers import check_answer
@@ -67,6 +67,7 @@ from .a2a_shapes import (
     to_v03,
 )
 from .bodies import parse_json, refuse_declared_oversize, require_json
+from .responses import JSONResponse
 from .sse import SSEResponse, event_stream
 
 if TYPE_CHECKING:

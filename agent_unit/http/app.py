@@ -17,7 +17,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from .. import env
@@ -30,6 +30,7 @@ from ..records import RunRecord
 from .auth import Authorize, authorize, check_secret, load_authorize, production
 from .bodies import read_json, refuse_non_json
 from .origins import Origins
+from .responses import JSONResponse
 from .sse import SSEResponse, event_stream
 
 __all__ = ["AgentUnit", "create_agent_unit"]

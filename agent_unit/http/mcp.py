@@ -23,12 +23,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import AgentNotFound, AgentUnitError, ForbiddenOrigin, InvalidArgument, InvalidInput
 from ..records import RunRecord, RunStatus
 from .bodies import refuse_declared_oversize, require_json
+from .responses import JSONResponse
 
 if TYPE_CHECKING:
     from mcp.server import ServerRequestContext
