@@ -119,14 +119,6 @@ BAD = [
         413,
         "payload_too_large",
     ),
-    (
-        "a content-length past the digits int() converts",
-        "POST",
-        "/agents/refund/runs",
-        {"content": b"{}", "headers": {"content-type": "application/json", "content-length": "9" * 5000}},
-        413,
-        "payload_too_large",
-    ),
     ("a JSON array", "POST", "/agents/refund/runs", {"json": [1]}, 400, "bad_request"),
     ("unknown field", "POST", "/agents/refund/runs", {"json": {"inputs": {}}}, 400, "bad_request"),
     ("unknown agent", "POST", "/agents/nope/runs", {"json": {"input": {}}}, 404, "agent_not_found"),
@@ -540,3 +532,13 @@ async def test_a_value_holding_a_lone_surrogate_is_echoed_escaped_on_every_proto
         sent = await http.post("/a2a", json=_rpc("SendMessage", {"message": message}))
         assert sent.json()["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "\udfff"
     await app.engine.aclose()
+
+
+async def test_a_content_length_too_long_for_int_is_a_413_not_a_500(http: httpx.AsyncClient) -> None:
+    # in process only: a real server's HTTP parser refuses such a header before the app sees it
+    headers = {"content-type": "application/json", "accept": "application/json", "content-length": "9" * 5000}
+    for path in ("/agents/refund/runs", "/agents/refund/ag-ui", "/mcp"):
+        response = await http.post(path, content=b"{}", headers=headers)
+        assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large", path
+    a2a = await http.post("/a2a", content=b"{}", headers=headers)
+    assert a2a.json()["error"]["code"] == -32600 and "max_body_bytes" in a2a.json()["error"]["message"]
