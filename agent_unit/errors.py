@@ -12,6 +12,7 @@ __all__ = [
     "AgentNotFound",
     "BadRequest",
     "Forbidden",
+    "ForbiddenOrigin",
     "AgentUnitError",
     "DiscoveryError",
     "InvalidAnswer",
@@ -124,6 +125,12 @@ class Forbidden(AgentUnitError):
     """The ``authorize`` hook refused the request (403)."""
 
     code, status = "forbidden", 403
+
+
+class ForbiddenOrigin(Forbidden):
+    """A browser page from an origin that is not allowed sent the request (403)."""
+
+    code = "forbidden_origin"
 
 
 class PayloadTooLarge(AgentUnitError):

@@ -20,3 +20,9 @@ def new_id(prefix: str) -> str:
     """``prefix_`` + 10 characters of milliseconds + 16 random characters (a ULID's layout)."""
     millis = time.time_ns() // 1_000_000
     return f"{prefix}_{_base32(millis, 10)}{_base32(int.from_bytes(os.urandom(10), 'big'), 16)}"
+
+
+def is_id(value: str, prefix: str) -> bool:
+    """Whether ``value`` has the layout :func:`new_id` gives ``prefix`` (a page's cursor is a run id)."""
+    head, _, tail = value.partition("_")
+    return head == prefix and len(tail) == 26 and all(char in _ALPHABET for char in tail)

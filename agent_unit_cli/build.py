@@ -99,9 +99,10 @@ class BuildResult:
         }
 
 
-def routes(base_path: str) -> list[str]:
+def routes(base_path: str, *, mcp: bool = True) -> list[str]:
+    """The public routes under ``base_path``; ``POST /mcp`` only where it is served (``mcp``)."""
     prefix = base_path.rstrip("/")
-    return [
+    listed = [
         f"GET    {prefix}/agents",
         f"POST   {prefix}/agents/{{name}}/runs",
         f"GET    {prefix}/runs",
@@ -115,6 +116,7 @@ def routes(base_path: str) -> list[str]:
         f"POST   {prefix}/a2a",
         f"GET    {prefix}/.well-known/agent-card.json",
     ]
+    return [route for route in listed if mcp or not route.endswith("/mcp")]
 
 
 def _project_requirements(root: Path) -> list[str]:
@@ -229,12 +231,15 @@ def build(
         shutil.rmtree(output)  # only a folder a build wrote (checked above) or an empty one
     output.mkdir(parents=True)
     home = output / chosen.app_path
+    serves_mcp = True  # a host that runs no Python here (netlify) proxies /mcp to its backend
     if chosen.python_app:
         progress("copying the project")
         _copy_source(root, home / "app")
         progress("vendoring dependencies with pip")
         requirements = _project_requirements(root)
-        _vendor(chosen, [*_store_driver(storage), *_mcp(config, requirements), *requirements], home / "vendor", options)
+        mcp_sdk = _mcp(config, requirements)
+        serves_mcp = bool(mcp_sdk)  # without the SDK, POST /mcp only answers 501: not a route to list
+        _vendor(chosen, [*_store_driver(storage), *mcp_sdk, *requirements], home / "vendor", options)
 
     progress("rendering templates")
     templates = Environment(
@@ -250,6 +255,7 @@ def build(
         "base_path": config.base_path,
         "authorize": config.authorize,
         "max_body_bytes": config.max_body_bytes,
+        "allowed_origins": config.allowed_origins,
         "budget": config.budget,
         "retention": config.retention,
         "adapters": config.adapters,
@@ -286,7 +292,7 @@ def build(
         preset=name,
         output=output,
         agents=sorted(registry),
-        routes=routes(config.base_path),
+        routes=routes(config.base_path, mcp=serves_mcp),
         files=[*sorted(written), *([f"{prefix}app/", f"{prefix}vendor/"] if chosen.python_app else [])],
         run=chosen.run.format(output=_shown(output), name=config.name),
         notes=list(chosen.notes),

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_unit.durations import parse_duration
+from agent_unit.http.origins import Origins
 
 __all__ = ["Config", "ConfigError", "Task", "load_config", "store_url"]
 
@@ -46,6 +47,7 @@ class Config(BaseModel):
     url: str | None = Field(default=None, pattern=r"^https?://")  # the deployment's own URL (A2A card, continues)
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
+    allowed_origins: list[str] = []  # web pages (besides loopback and `url`) that may call POST /mcp
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
 
@@ -54,6 +56,12 @@ class Config(BaseModel):
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
             parse_duration(value)
+        return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        Origins(None, value)  # raises ValueError naming the entry that is not an origin
         return value
 
     @field_validator("base_path")

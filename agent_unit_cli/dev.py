@@ -49,6 +49,7 @@ def create_app(root: Path, *, public_url: str | None = None) -> AgentUnit:
             base_path=config.base_path,
             authorize=config.authorize,
             max_body_bytes=config.max_body_bytes,
+            allowed_origins=config.allowed_origins,
             budget=config.budget,
             retention=config.retention,
             public_url=public_url,

@@ -523,6 +523,30 @@ ERRORS = [
         -32602,
         "order_id",
     ),
+    (
+        "part metadata not an object",
+        call("SendMessage", {"message": user({"data": {"order_id": "o"}, "metadata": [1]}, skill="refund")}),
+        -32602,
+        "parts[0].metadata",
+    ),
+    (
+        "0.3 data part metadata not an object",
+        call("message/send", {"message": user03({"kind": "data", "data": {"value": 1}, "metadata": "compat"})}),
+        -32602,
+        "parts[0].metadata",
+    ),
+    (
+        "a lone surrogate in a text part",
+        json.dumps(call("SendMessage", {"message": user({"text": "@"})})).replace("@", "\\ud800"),
+        -32700,
+        "surrogate",
+    ),
+    (
+        "a lone surrogate in the context id",
+        json.dumps(call("SendMessage", {"message": user({"text": "x"}, contextId="@")})).replace("@", "\\udfff"),
+        -32700,
+        "surrogate",
+    ),
     ("push notifications", call("CreateTaskPushNotificationConfig"), -32003, "push"),
     ("extended card", call("GetExtendedAgentCard"), -32007, "extended"),
     ("list tasks", call("ListTasks"), -32004, "ListTasks"),
@@ -618,3 +642,14 @@ def test_the_endpoint_imports_no_a2a_sdk() -> None:
     code = "import sys, agent_unit.http.a2a\nprint(sorted({m.split('.')[0] for m in sys.modules} & {'a2a', 'google'}))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+async def test_a_body_not_sent_as_json_is_refused_before_json_rpc(http: httpx.AsyncClient) -> None:
+    body = json.dumps(call("SendMessage", {"message": user({"data": {"order_id": "o"}}, skill="refund")}))
+    for media in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None):
+        headers = {"content-type": media} if media else {}
+        response = await http.post("/a2a", content=body, headers=headers)
+        assert response.status_code == 415 and response.json()["error"]["code"] == "unsupported_media_type", media
+    assert (await http.app.engine.list()).runs == []  # type: ignore[attr-defined]
+    sent = await http.post("/a2a", content=body, headers={"content-type": "application/json; charset=utf-8"})
+    assert sent.json()["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"

@@ -478,3 +478,19 @@ def test_the_official_typescript_client_runs_pauses_and_resumes(agui_client: Pat
     assert after["result"] == "refunded"
     charges = server.ledger.read_text().splitlines()  # type: ignore[attr-defined]
     assert sorted(line.split()[1] for line in charges) == ["o_1", "o_2"]  # each order charged once
+
+
+@pytest.mark.parametrize("field", ["threadId", "runId", "message", "state"])
+async def test_a_lone_surrogate_in_any_field_is_a_400_before_any_event(http: httpx.AsyncClient, field: str) -> None:
+    body = run_input(json.dumps({"order_id": "o_1"}), state={"note": "ok"})
+    marker = "@@"
+    if field == "message":
+        body["messages"][0]["content"] = marker
+    elif field == "state":
+        body["state"]["note"] = marker
+    else:
+        body[field] = marker
+    raw = json.dumps(body).replace(marker, "\\udc80")  # half a surrogate pair: valid JSON, not valid Unicode
+    response = await http.post("/agents/refund/ag-ui", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 400 and "surrogate" in response.json()["error"]["message"], response.text
+    assert (await http.app.engine.list()).runs == []  # type: ignore[attr-defined]

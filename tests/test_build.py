@@ -28,6 +28,7 @@ def test_built_server_runs_from_a_moved_copy_in_an_empty_virtualenv(tmp_path: Pa
     assert result.exit_code == 0, result.output
     built = json.loads(result.output)
     assert built["agents"] == ["refund", "support"] and built["preset"] == "server"
+    assert "POST   /a2a" in built["routes"] and "POST   /mcp" not in built["routes"]  # no MCP SDK vendored
     main = (Path(built["output"]) / "main.py").read_text()
     assert "REGISTRY" in main and "'support': ('support', 'support_agent')" in main
 
@@ -57,9 +58,11 @@ def test_built_server_runs_from_a_moved_copy_in_an_empty_virtualenv(tmp_path: Pa
 def test_docker_preset_adds_a_dockerfile(tmp_path: Path) -> None:
     project = tmp_path / "project"
     shutil.copytree(FIXTURES / "project_ok", project)
+    (project / "agent-unit.toml").write_text("mcp = true\n")
     result = runner.invoke(app, ["build", "--root", str(project), "--preset", "docker", "--json"])
     assert result.exit_code == 0, result.output
     output = Path(json.loads(result.output)["output"])
+    assert "POST   /mcp" in json.loads(result.output)["routes"] and (output / "vendor" / "mcp").is_dir()
     dockerfile = (output / "Dockerfile").read_text()
     assert f"FROM python:{sys.version_info.major}.{sys.version_info.minor}-slim" in dockerfile
     assert 'CMD ["python", "main.py"]' in dockerfile and (output / ".dockerignore").exists()

@@ -18,12 +18,14 @@ def test_agent_unit_toml(tmp_path: Path) -> None:
     (tmp_path / "agent-unit.toml").write_text(
         'name = "support"\nstorage = "${REDIS_URL}"\nbudget = "60s"\nsweep = false\nbase_path = "/api/agents"\n'
         'authorize = "app.auth:authorize"\nretention = "30d"\nmax_body_bytes = 2_000_000\n'
+        'allowed_origins = ["https://app.example.com"]\n'
         '[tasks.send-digest]\nschedule = "0 8 * * *"\nhandler = "app.tasks:send_digest"\n'
     )
     config, source = load_config(tmp_path)
     assert source == tmp_path / "agent-unit.toml"
     assert (config.name, config.storage, config.budget, config.sweep) == ("support", "${REDIS_URL}", "60s", False)
     assert config.tasks["send-digest"].handler == "app.tasks:send_digest"
+    assert config.allowed_origins == ["https://app.example.com"]
 
 
 def test_pyproject_section(tmp_path: Path) -> None:
@@ -46,6 +48,7 @@ def test_overrides_win(tmp_path: Path) -> None:
         ("sweep = 'hourly'\n", "agent-unit.toml: sweep: Value error, must be a cron expression"),
         ("authorize = 'app.auth'\n", "agent-unit.toml: authorize: String should match pattern"),
         ("[tasks.x]\nschedule = '* * * * *'\n", "agent-unit.toml: tasks.x.handler: Field required"),
+        ("allowed_origins = ['https://a.example/path']\n", "agent-unit.toml: allowed_origins: Value error, allowed_"),
         ("name = \n", "agent-unit.toml is not valid TOML"),
     ],
 )

@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
 
-from agent_unit import RunStatus, create_agent_unit
+from agent_unit import Run, RunStatus, create_agent_unit, define_agent
 from agent_unit.client import AgentClient, RunEvent, RunPage, RunRecord
 from agent_unit.errors import InvalidAnswer, NotInterrupted, RunNotFound
 
@@ -311,3 +311,242 @@ async def test_a_caller_who_may_not_act_learns_nothing_of_which_runs_exist() -> 
         assert (await http.get("/runs/run_does_not_exist")).status_code == 403  # the same answer: no existence leak
         assert (await http.get("/runs/run_does_not_exist", headers=admin)).status_code == 404
     await app.engine.aclose()
+
+
+# -- hardening: cross-site writes, authorize first, every bad input a 4xx ----------------------
+
+FOREIGN = "https://evil.example"
+# What a page on another site can send without a CORS preflight: the body is JSON all the same.
+CROSS_SITE_TYPES = ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]
+
+
+def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+
+
+def _a2a_message(parts: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    return {"messageId": "m1", "role": "ROLE_USER", "parts": parts, **fields}
+
+
+def _ag_ui(**fields: Any) -> dict[str, Any]:
+    return {"threadId": "t1", "runId": "r1", "messages": [], "state": {}, "tools": [], "context": [], **fields}
+
+
+async def _runs(http: httpx.AsyncClient) -> list[tuple[str, str, int]]:
+    page = (await http.get("/runs")).json()["runs"]
+    return sorted((run["id"], run["status"], run["version"]) for run in page)
+
+
+def _state_changing_requests(parked: str, finished: str) -> list[tuple[str, str, Any]]:
+    """Every route that changes state, each with a body that would change it if it were accepted."""
+    approve = {"data": {"approved": True}}
+    return [
+        ("POST", "/agents/refund/runs", {"input": {"order_id": "o_9"}}),
+        ("POST", f"/runs/{parked}/resume", {"answer": {"approved": True}}),
+        ("POST", f"/runs/{parked}/cancel", {}),
+        ("DELETE", f"/runs/{finished}", {}),
+        ("POST", "/mcp", _rpc("tools/call", {"name": "refund", "arguments": {"order_id": "o_9"}})),
+        ("POST", "/a2a", _rpc("SendMessage", {"message": _a2a_message([{"data": {"order_id": "o_9"}}])})),
+        ("POST", "/a2a", _rpc("SendMessage", {"message": _a2a_message([approve], taskId=parked)})),
+        ("POST", "/agents/refund/ag-ui", _ag_ui(forwardedProps={"input": {"order_id": "o_9"}})),
+        ("POST", "/agents/refund/ag-ui", _ag_ui(resume=[{"interruptId": f"{parked}:x", "status": "cancelled"}])),
+        ("POST", "/__agent-unit/continue", {"run_id": parked}),
+        ("POST", "/__agent-unit/sweep", {}),
+    ]
+
+
+@pytest.mark.parametrize("content_type", CROSS_SITE_TYPES)
+async def test_no_state_changing_route_takes_a_body_another_site_could_send(content_type: str) -> None:
+    # no secret (as in development): only the content type stands between a page and the routes
+    app = create_agent_unit({"refund": AGENTS["refund"]}, store="memory://", public_url="http://unit")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        parked = (await start_parked(http))["id"]
+        finished = (await start_parked(http))["id"]
+        await http.post(f"/runs/{finished}/resume?wait=1", json={"answer": {"approved": False}})
+        before = await _runs(http)
+        for method, path, body in _state_changing_requests(parked, finished):
+            headers = {"content-type": content_type, "origin": FOREIGN}
+            response = await http.request(method, path, content=json.dumps(body), headers=headers)
+            assert response.status_code in (403, 415), (path, response.status_code, response.text)
+            assert await _runs(http) == before, path  # no run created, the parked run still parked
+    await app.engine.aclose()
+
+
+def _deny_all(request: Request, action: str, run: dict[str, Any]) -> bool:
+    return False
+
+
+def _sign_in_first(request: Request, action: str, run: dict[str, Any]) -> bool:
+    from agent_unit.errors import Unauthorized
+
+    raise Unauthorized("sign in first")
+
+
+@pytest.mark.parametrize(("hook", "status"), [(_deny_all, 403), (_sign_in_first, 401)])
+async def test_a_caller_refused_everything_learns_nothing_from_any_route(hook: Any, status: int) -> None:
+    app = create_agent_unit(AGENTS, store="memory://", public_url="http://unit", authorize=hook)
+    admin_app = create_agent_unit(engine=app.engine)  # the same runs, no hook: to park one
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=admin_app), base_url="http://unit") as admin:
+        parked = (await start_parked(admin))["id"]
+        before = await _runs(admin)
+    json_type = {"content-type": "application/json"}
+    requests: list[tuple[str, str, dict[str, Any]]] = [
+        ("GET", "/agents", {}),
+        ("GET", "/.well-known/agent-card.json", {}),
+        ("GET", "/runs", {}),
+        ("GET", "/runs?limit=0", {}),
+        ("GET", "/runs?cursor=nope", {}),
+        ("GET", f"/runs/{parked}", {}),
+        ("GET", "/runs/run_missing", {}),
+        ("GET", f"/runs/{parked}/events", {"headers": {"last-event-id": "x"}}),
+        ("GET", "/runs/run_missing/events", {}),
+        ("POST", f"/runs/{parked}/resume", {"json": {"answer": {"approved": True}}}),
+        ("POST", f"/runs/{parked}/resume", {"content": b"{nope", "headers": json_type}),
+        ("POST", "/runs/run_missing/resume", {"json": {"answer": True}}),
+        ("POST", f"/runs/{parked}/cancel", {}),
+        ("POST", "/runs/run_missing/cancel", {"content": b"x", "headers": {"content-type": "text/plain"}}),
+        ("DELETE", f"/runs/{parked}", {}),
+        ("DELETE", "/runs/run_missing", {}),
+    ]
+    for agent in ("refund", "nope"):  # a real agent and an unknown one
+        requests += [
+            ("POST", f"/agents/{agent}/runs", {"json": {"input": {"order_id": "o"}}}),
+            ("POST", f"/agents/{agent}/runs", {"json": {"input": {"order": 1}}}),
+            ("POST", f"/agents/{agent}/runs", {"json": {"inputs": 1}}),
+            ("POST", f"/agents/{agent}/runs", {"json": [1]}),
+            ("POST", f"/agents/{agent}/runs", {"content": b"{nope", "headers": json_type}),
+            ("POST", f"/agents/{agent}/runs", {"content": b"{}", "headers": {"content-type": "text/plain"}}),
+            ("POST", f"/agents/{agent}/runs", {"json": {"input": "x" * 2_000_000}}),
+            ("POST", f"/agents/{agent}/ag-ui", {"json": _ag_ui(forwardedProps={"input": {"order_id": "o"}})}),
+            ("POST", f"/agents/{agent}/ag-ui", {"json": {"threadId": 1}}),
+            ("POST", f"/agents/{agent}/ag-ui", {"content": b"{nope", "headers": json_type}),
+            ("POST", f"/agents/{agent}/ag-ui", {"json": _ag_ui(resume=[{"interruptId": "x", "status": "resolved"}])}),
+            ("POST", "/mcp", {"json": _rpc("tools/call", {"name": agent, "arguments": {"order_id": "o"}})}),
+            (
+                "POST",
+                "/a2a",
+                {"json": _rpc("SendMessage", {"message": _a2a_message([{"text": "o"}], metadata={"skill": agent})})},
+            ),
+        ]
+    requests += [
+        ("POST", "/mcp", {"content": b"{nope", "headers": json_type}),
+        ("POST", "/a2a", {"json": _rpc("SendMessage", {"message": _a2a_message([{"text": "o"}])})}),  # no skill
+        ("POST", "/a2a", {"json": _rpc("SendMessage", {"message": {"parts": 1}})}),
+        ("POST", "/a2a", {"json": _rpc("GetTask", {"id": parked})}),
+        ("POST", "/a2a", {"json": _rpc("GetTask", {"id": "run_missing"})}),
+        ("POST", "/a2a", {"json": _rpc("GetTask", {})}),
+        ("POST", "/a2a", {"json": _rpc("tasks/explode", {})}),
+        ("POST", "/a2a", {"content": b"{nope", "headers": json_type}),
+        ("POST", "/a2a", {"content": b"{}", "headers": {"content-type": "text/plain"}}),
+    ]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        for method, path, kwargs in requests:
+            response = await http.request(method, path, **kwargs)
+            assert response.status_code == status, (method, path, kwargs.get("json"), response.text[:300])
+            assert response.json()["error"]["code"] in ("forbidden", "unauthorized")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=admin_app), base_url="http://unit") as admin:
+        assert await _runs(admin) == before
+    await app.engine.aclose()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "²",  # str.isdigit() accepts it, int() does not
+        "\u0661\u0662",  # Arabic-Indic digits: the same
+        str(2**63),  # past SQLite's signed 64-bit integers: once a 200 whose stream was then cut
+        "9" * 40,
+        "9" * 5000,  # past the digits int() converts
+    ],
+)
+async def test_a_last_event_id_that_is_no_seq_is_a_422_never_a_cut_stream(tmp_path: Any, value: str) -> None:
+    app = create_agent_unit(AGENTS, store=f"sqlite:///{tmp_path / 'runs.db'}")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        parked = await start_parked(http)
+        responses = [await http.get(f"/runs/{parked['id']}/events", params={"after": value})]
+        if len(value) < 100 and (value.isascii() or value == "²"):  # what a header can carry (latin-1)
+            header = {"last-event-id": value.encode("latin-1")}
+            responses.append(await http.get(f"/runs/{parked['id']}/events", headers=header))
+        for response in responses:
+            assert response.status_code == 422, response.text
+            assert "whole number" in response.json()["error"]["message"]
+        last = await http.get(f"/runs/{parked['id']}/events", params={"after": str(2**63 - 1)})
+        assert last.status_code == 200 and sse(last.text) == []  # the largest seq is still a seq
+    await app.engine.aclose()
+
+
+async def test_a_cursor_that_no_page_gave_is_a_422_not_an_empty_page(http: httpx.AsyncClient) -> None:
+    await start_parked(http)
+    for cursor in ["nope", "run_", "run_zzzzzzzzzzzzzzzzzzzzzzzzzzzz", "thread_0123456789abcdefghjkmnpqrs"]:
+        response = await http.get("/runs", params={"cursor": cursor})
+        assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_argument", cursor
+        assert "next_cursor" in response.json()["error"]["message"]
+    first = (await http.get("/runs?limit=1")).json()
+    await start_parked(http)
+    assert (await http.get("/runs", params={"limit": 1, "cursor": first["runs"][0]["id"]})).status_code == 200
+
+
+def _lone(body: dict[str, Any]) -> str:
+    """``body`` as JSON with each ``@`` written as half a surrogate pair: valid JSON, not valid Unicode."""
+    return json.dumps(body).replace("@", "\\ud800")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/agents/refund/runs", _lone({"input": {"order_id": "@"}})),
+        ("/agents/refund/runs", _lone({"input": {"order_id": "o"}, "thread_id": "@"})),
+        ("/agents/refund/runs", _lone({"input": {"@": 1, "order_id": "o"}})),
+        ("/runs/{id}/resume", _lone({"answer": {"approved": True, "note": "@"}})),
+    ],
+)
+async def test_a_lone_surrogate_in_a_body_is_a_400_and_changes_nothing(
+    http: httpx.AsyncClient, path: str, body: str
+) -> None:
+    parked = await start_parked(http)
+    before = await _runs(http)
+    headers = {"content-type": "application/json"}
+    response = await http.post(path.format(id=parked["id"]), content=body, headers=headers)
+    assert response.status_code == 400 and "surrogate" in response.json()["error"]["message"], response.text
+    assert await _runs(http) == before
+    pair = await http.post(
+        "/agents/refund/runs?wait=1", content='{"input": {"order_id": "\\ud83d\\ude00"}}', headers=headers
+    )
+    assert pair.status_code == 200 and pair.json()["input"] == {"order_id": "\U0001f600"}  # a whole pair is fine
+
+
+@define_agent(description="Emits a string no UTF-8 encoder takes.")
+async def odd(input: str, run: Run) -> str:
+    await run.emit("odd", "\ud800")
+    return "\udfff"
+
+
+async def test_a_value_holding_a_lone_surrogate_is_echoed_escaped_on_every_protocol() -> None:
+    # The memory store keeps Python strings, so a run's output or event can hold one: every JSON
+    # body and stream writes it as its JSON escape instead of failing with a 500 or a cut stream.
+    app = create_agent_unit({"odd": odd}, store="memory://", public_url="http://unit")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        started = await http.post("/agents/odd/runs?wait=1", json={"input": "x"})
+        assert started.status_code == 200 and '"output":"\\udfff"' in started.text
+        run = started.json()
+        assert (await http.get(f"/runs/{run['id']}")).json()["output"] == "\udfff"
+        events = sse((await http.get(f"/runs/{run['id']}/events")).text)
+        assert events[1]["value"] == "\ud800" and events[-1]["type"] == "RUN_FINISHED"
+        ag_ui = await http.post("/agents/odd/ag-ui", json=_ag_ui(forwardedProps={"input": "x"}))
+        assert ag_ui.status_code == 200 and '"value":"\\ud800"' in ag_ui.text and "RUN_FINISHED" in ag_ui.text
+        message = _a2a_message([{"text": "x"}])
+        a2a = await http.post("/a2a", json=_rpc("SendStreamingMessage", {"message": message}))
+        assert a2a.status_code == 200 and "TASK_STATE_COMPLETED" in a2a.text and "INTERNAL" not in a2a.text
+        sent = await http.post("/a2a", json=_rpc("SendMessage", {"message": message}))
+        assert sent.json()["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "\udfff"
+    await app.engine.aclose()
+
+
+async def test_a_content_length_too_long_for_int_is_a_413_not_a_500(http: httpx.AsyncClient) -> None:
+    # in process only: a real server's HTTP parser refuses such a header before the app sees it
+    headers = {"content-type": "application/json", "accept": "application/json", "content-length": "9" * 5000}
+    for path in ("/agents/refund/runs", "/agents/refund/ag-ui", "/mcp"):
+        response = await http.post(path, content=b"{}", headers=headers)
+        assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large", path
+    a2a = await http.post("/a2a", content=b"{}", headers=headers)
+    assert a2a.json()["error"]["code"] == -32600 and "max_body_bytes" in a2a.json()["error"]["message"]

@@ -340,3 +340,66 @@ async def test_an_answer_for_an_interrupt_the_run_has_left_is_refused() -> None:
         done = await client.call_tool(RESUME_TOOL, {"run_id": run_id, "answer": {"approved": True}, "interrupt": key})
         assert not done.is_error  # it finished: the output, not an error
     await unit.engine.aclose()
+
+
+async def test_a_page_from_a_foreign_origin_is_refused_and_allowed_ones_are_served() -> None:
+    unit = create_agent_unit(
+        AGENTS,
+        store="memory://",
+        public_url="https://agents.example.com/api",
+        allowed_origins=["https://app.example.com", "http://tools.example.com:8080"],
+    )
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "refund", "arguments": {"order_id": "o"}},
+    }
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=unit), base_url="http://unit") as http:
+        for origin in [
+            "https://evil.example",
+            "null",
+            "http://agents.example.com",
+            "https://app.example.com.evil.example",
+        ]:
+            refused = await http.post("/mcp", json=call, headers={**JSON_RPC, "origin": origin})
+            assert refused.status_code == 403, origin
+            assert refused.json()["error"]["code"] == "forbidden_origin" and "allowed_origins" in refused.text
+        assert (await unit.engine.list()).runs == []  # nothing ran
+        for origin in [
+            None,  # not a browser: a load balancer, an SDK, curl
+            "http://localhost:5173",
+            "http://127.0.0.1:3000",
+            "https://agents.example.com",  # the deployment's own page
+            "https://app.example.com",
+            "http://tools.example.com:8080",
+        ]:
+            headers = JSON_RPC if origin is None else {**JSON_RPC, "origin": origin}
+            served = await http.post("/mcp", json=call, headers=headers)
+            assert served.status_code == 200 and served.json()["result"]["structuredContent"]["status"] == "interrupted"
+    await unit.engine.aclose()
+
+
+def test_an_allowed_origin_that_is_not_an_origin_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="allowed_origins"):
+        create_agent_unit(AGENTS, store="memory://", allowed_origins=["https://app.example.com/path"])
+
+
+async def test_a_tool_call_the_hook_refuses_says_nothing_of_which_tools_or_runs_exist() -> None:
+    def endpoint_only(request: Request, action: str, run: dict[str, Any]) -> bool:
+        return action == "mcp"  # may reach /mcp, may start or resume nothing
+
+    unit = create_agent_unit(AGENTS, store="memory://", authorize=endpoint_only)
+    async with in_process(unit) as client:
+        for name, arguments in [
+            ("refund", {"order_id": "o_1"}),
+            ("nope", {}),  # no such tool
+            ("refund", {"unknown": 1}),  # arguments that do not fit
+            (RESUME_TOOL, {"run_id": "run_missing", "answer": True}),
+            (RESUME_TOOL, {"answer": True}),  # no run_id at all
+            (RESUME_TOOL, {"run_id": "run_missing", "stray": 1}),
+        ]:
+            result = await client.call_tool(name, arguments)
+            assert result.is_error and result.structured_content["error"]["code"] == "forbidden", (name, arguments)
+    assert (await unit.engine.list()).runs == []
+    await unit.engine.aclose()

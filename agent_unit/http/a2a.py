@@ -24,18 +24,21 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..answers import check_answer
 from ..errors import (
     AgentUnitError,
+    BadRequest,
     Forbidden,
     InvalidAnswer,
     InvalidInput,
+    PayloadTooLarge,
     RunConflict,
     RunNotFound,
     Unauthorized,
+    UnsupportedMediaType,
 )
 from ..records import RunRecord, RunStatus
 from .a2a_shapes import (
@@ -63,6 +66,8 @@ from .a2a_shapes import (
     task,
     to_v03,
 )
+from .bodies import parse_json, refuse_declared_oversize, require_json
+from .responses import JSONResponse
 from .sse import SSEResponse, event_stream
 
 if TYPE_CHECKING:
@@ -158,7 +163,7 @@ def card(api: _Api) -> ASGIApp:
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        await api._guard(request, "manifest", {})
+        await api.guard(request, "manifest", {})
         if not api.public_url:
             raise PublicUrlMissing(
                 "the agent card needs this deployment's own URL: set AGENT_UNIT_URL (or public_url=) "
@@ -189,8 +194,14 @@ Handler = Callable[[Request, Json, Dialect, "str | int | None"], Awaitable["Json
 class _JsonRpc:
     """One JSON-RPC 2.0 request per POST; errors are JSON-RPC errors (HTTP 200), as a2a-sdk's server answers.
 
-    The exceptions are authentication and authorization: the ``authorize`` hook's 401/403
-    stay HTTP statuses, as A2A asks of its transports.
+    The exceptions come before JSON-RPC: authentication and authorization (the ``authorize``
+    hook's 401/403 stay HTTP statuses, as A2A asks of its transports), and a body that is not
+    sent as ``application/json`` (415, as A2A's JSON-RPC binding requires that type: a browser
+    page could send the others cross-site without a preflight).
+
+    Every error is answered only once the request is authorized: one refused before a method
+    reached its own check (not JSON, an unknown method, a malformed message) is first
+    authorized with action ``"a2a"`` and ``run = {}``, as ``POST /mcp`` is with ``"mcp"``.
     """
 
     def __init__(self, api: _Api) -> None:
@@ -218,6 +229,7 @@ class _JsonRpc:
         request_id: str | int | None = None
         dialect: Dialect = "1.0"
         try:
+            require_json(request)
             payload = await self._read(request)
             if isinstance(payload, list):
                 raise RpcError(INVALID_REQUEST, "batch requests are not supported: send one request object")
@@ -242,11 +254,16 @@ class _JsonRpc:
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "params must be an object")
             result = await handler(request, params, dialect, request_id)
-        except RpcError as exc:
-            return _error(request_id, exc, dialect)
         except (Unauthorized, Forbidden):
             raise  # the app answers 401/403
+        except UnsupportedMediaType:
+            await self._authorize_error(request)
+            raise  # the app answers 415: not a JSON-RPC request at all
+        except RpcError as exc:
+            await self._authorize_error(request)
+            return _error(request_id, exc, dialect)
         except AgentUnitError as exc:
+            await self._authorize_error(request)
             return _error(request_id, _rpc_error(exc), dialect)
         except Exception:
             log.exception("agent-unit: unexpected error on POST /a2a")
@@ -255,14 +272,19 @@ class _JsonRpc:
             return result
         return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
 
+    async def _authorize_error(self, request: Request) -> None:
+        """Authorize ``"a2a"`` on ``{}`` unless a method's own check ran already: an error is answered
+        only to a caller who may act (and a refusal says nothing of which skills or tasks exist)."""
+        if not self.api.authorized(request):
+            await self.api.guard(request, "a2a", {})
+
     async def _read(self, request: Request) -> Any:
         """The body as JSON, refused past ``max_body_bytes`` before it is read whole (as every route is)."""
         limit = self.api.max_body_bytes
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise RpcError(
-                INVALID_REQUEST, f"the body is {int(declared):,} bytes, over the limit of {limit:,} (max_body_bytes)"
-            )
+        try:
+            refuse_declared_oversize(request, limit)
+        except PayloadTooLarge as exc:
+            raise RpcError(INVALID_REQUEST, exc.message) from None
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
@@ -270,9 +292,9 @@ class _JsonRpc:
                 raise RpcError(INVALID_REQUEST, f"the body is over the limit of {limit:,} bytes (max_body_bytes)")
             chunks.append(chunk)
         try:
-            return json.loads(b"".join(chunks))
-        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to parse
-            raise RpcError(PARSE_ERROR, f"the body is not valid JSON: {exc}") from None
+            return parse_json(b"".join(chunks))
+        except BadRequest as exc:  # not JSON, or strings that are not valid Unicode
+            raise RpcError(PARSE_ERROR, exc.message) from None
 
     # -- methods -----------------------------------------------------------------------------
 
@@ -377,20 +399,21 @@ class _JsonRpc:
         return record
 
     async def _new_task(self, request: Request, incoming: Incoming) -> str:
-        """The agent a new task runs: the skill the message names, or the only one there is."""
+        """The agent a new task runs: the skill the message names, or the only one there is.
+
+        Authorized before the skill is checked, an unknown skill as if it existed: a caller who
+        may not start it learns nothing of which skills there are.
+        """
         agents = self.engine.agents
+        agent = incoming.skill if incoming.skill is not None else next(iter(agents)) if len(agents) == 1 else None
+        await self.api.guard(request, "start", {"agent": agent, "thread_id": incoming.context_id})
         names = ", ".join(sorted(agents)) or "none"
-        if incoming.skill is not None:
-            if incoming.skill not in agents:
-                raise RpcError(INVALID_PARAMS, f"no skill {incoming.skill!r}: the skills are {names}")
-            agent = incoming.skill
-        elif len(agents) == 1:
-            agent = next(iter(agents))
-        else:
+        if agent is None:
             raise RpcError(
                 INVALID_PARAMS, f"name the skill to run in message.metadata.skill: one of {names} (the card lists them)"
             )
-        await self.api._guard(request, "start", {"agent": agent, "thread_id": incoming.context_id})
+        if agent not in agents:
+            raise RpcError(INVALID_PARAMS, f"no skill {agent!r}: the skills are {names}")
         return agent
 
     def _stream(

@@ -392,6 +392,8 @@ def read_message(params: Json, dialect: Dialect) -> Incoming:
 
 
 def _read_part(part: Json, index: int, dialect: Dialect, incoming: Incoming) -> None:
+    if part.get("metadata") is not None and not isinstance(part["metadata"], dict):
+        raise RpcError(INVALID_PARAMS, f"message.parts[{index}].metadata must be an object")
     kind = (
         part.get("kind") if dialect == "0.3" else next((k for k in ("text", "data", "raw", "url") if k in part), None)
     )

@@ -41,7 +41,7 @@ from ..errors import (
 from ..events import dumps, now_ms
 from ..records import RunRecord, RunStatus, agui_usage
 from .bodies import read_json
-from .sse import SSEResponse, event_stream
+from .sse import SSEResponse, event_stream, utf8
 
 if TYPE_CHECKING:
     from .app import _Api
@@ -121,9 +121,28 @@ class _AgUi:
     async def handle(self, request: Request) -> SSEResponse:
         """Start a run, or continue the one a resume entry names; every refusal is raised before any event."""
         agent = request.path_params["agent"]
-        body = await read_json(request, self.api.max_body_bytes)
         try:
-            run_input = self.RunAgentInput.model_validate(body)
+            run_input = self.read(await read_json(request, self.api.max_body_bytes))
+        except AgentUnitError:
+            await self.api.guard(request, "start", {"agent": agent, "thread_id": None})  # authorized before answered
+            raise
+        if run_input.resume:
+            return await self.resume(request, agent, run_input)
+        thread_id = run_input.thread_id or None
+        # an unknown agent is authorized as if it existed: a refusal is the same for both
+        await self.api.guard(request, "start", {"agent": agent, "thread_id": thread_id})
+        definition = self.engine.agents.get(agent)
+        if definition is None:
+            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
+        # A buffered host (Lambda) freezes once it answers: run until the run parks, ends or yields first.
+        wait = self.api.buffered
+        record = await self.engine.start(agent, agent_input(definition, run_input), thread_id=thread_id, wait=wait)
+        return self.stream(record, run_input.run_id, after=0)
+
+    def read(self, body: dict[str, Any]) -> Any:
+        """``body`` as a RunAgentInput; 422 naming the first field that does not fit."""
+        try:
+            return self.RunAgentInput.model_validate(body)
         except ValidationError as exc:
             errors = exc.errors(include_url=False, include_context=False, include_input=False)
             details = [{"loc": list(error["loc"]), "msg": error["msg"]} for error in errors]
@@ -131,29 +150,20 @@ class _AgUi:
             raise InvalidArgument(
                 f"the body is not an AG-UI RunAgentInput: {where}: {errors[0]['msg']}", details=details
             ) from None
-        definition = self.engine.agents.get(agent)
-        if definition is None:
-            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
-        if run_input.resume:
-            return await self.resume(request, agent, run_input)
-        thread_id = run_input.thread_id or None
-        await self.api._guard(request, "start", {"agent": agent, "thread_id": thread_id})
-        # A buffered host (Lambda) freezes once it answers: run until the run parks, ends or yields first.
-        wait = self.api.buffered
-        record = await self.engine.start(agent, agent_input(definition, run_input), thread_id=thread_id, wait=wait)
-        return self.stream(record, run_input.run_id, after=0)
 
     async def resume(self, request: Request, agent: str, run_input: Any) -> SSEResponse:
         """Continue the durable run an interrupt id names: answer it (resolved) or cancel the run."""
-        if len(run_input.resume) != 1:
-            count = len(run_input.resume)
-            raise InvalidArgument(f"send one resume entry, not {count}: a run waits on one interrupt at a time")
         entry = run_input.resume[0]
         run_id, _, key = entry.interrupt_id.partition(":")
         action = "resume" if entry.status == "resolved" else "cancel"
-        try:
-            record = await self.api.guarded_run(request, action, run_id) if key else None
+        try:  # authorized first, whatever is wrong with the entry: a refusal says nothing of which runs exist
+            record = await self.api.guarded_run(request, action, run_id)
         except RunNotFound:
+            record = None
+        if len(run_input.resume) != 1:
+            count = len(run_input.resume)
+            raise InvalidArgument(f"send one resume entry, not {count}: a run waits on one interrupt at a time")
+        if not key:
             record = None
         if record is None or record.agent != agent:
             raise InterruptNotFound(
@@ -214,7 +224,7 @@ class _AgUi:
                             now = await self.engine.store.load_run(record.id)
                             usage = agui_usage(now.usage) if now is not None else None
                         for event in translate(stored, usage):
-                            yield b"data: %s\n\n" % dumps(event).encode()
+                            yield b"data: %s\n\n" % utf8(dumps(event))
                         if translate.done:
                             return
             except Exception:
@@ -225,7 +235,7 @@ class _AgUi:
                     "code": "internal",
                 }
                 for event in translate(failed, None):
-                    yield b"data: %s\n\n" % dumps(event).encode()
+                    yield b"data: %s\n\n" % utf8(dumps(event))
 
         return SSEResponse(body, headers={"x-run-id": record.id, "x-stream-after": str(after)})
 

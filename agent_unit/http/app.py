@@ -12,13 +12,13 @@ import asyncio
 import contextlib
 import importlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from .. import env
@@ -26,10 +26,13 @@ from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
 from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound, StoreUnavailable
+from ..ids import is_id
 from ..records import RunRecord
 from .auth import Authorize, authorize, check_secret, load_authorize, production
-from .bodies import read_json
+from .bodies import read_json, refuse_non_json
 from .inbox import page
+from .origins import Origins
+from .responses import JSONResponse
 from .sse import SSEResponse, event_stream
 
 __all__ = ["AgentUnit", "create_agent_unit"]
@@ -38,6 +41,7 @@ log = logging.getLogger("agent_unit.http")
 
 _TRUE = {"1", "true", "yes", "on"}
 _HEALTH_TIMEOUT = 5.0  # seconds: a store that takes longer is not answering, as far as traffic goes
+_MAX_SEQ = 2**63 - 1  # a seq is a signed 64-bit integer in every store
 
 
 class AgentUnit(Starlette):
@@ -60,6 +64,7 @@ def create_agent_unit(
     keepalive_seconds: float = 15.0,
     poll_interval: float = 1.0,
     public_url: str | None = None,
+    allowed_origins: Iterable[str] = (),
     mcp: bool = True,
     ui: bool = False,
     buffered: bool = False,
@@ -71,12 +76,16 @@ def create_agent_unit(
     works too); ``secret`` (default ``$AGENT_UNIT_SECRET``) guards the internal ones, and
     ``require_secret`` (default: ``AGENT_UNIT_ENV=production``) refuses them without one.
     ``public_url`` (default ``$AGENT_UNIT_URL``) is the deployment's own URL, as the A2A card
-    shows it: never taken from a request's Host header. ``mcp=False`` leaves out ``POST /mcp``;
-    ``ui=True`` serves the approvals inbox at ``{base_path}/ui/`` (``authorize`` action ``"ui"``).
+    shows it: never taken from a request's Host header. ``allowed_origins`` are the browser
+    origins (``https://app.example.com``) that may call ``POST /mcp`` besides loopback and the
+    public URL's own. ``mcp=False`` leaves out ``POST /mcp``; ``ui=True`` serves the approvals
+    inbox at ``{base_path}/ui/`` (``authorize`` action ``"ui"``).
     ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
     Python runtime): starts and resumes run the run in the request until it parks, ends or
     yields, and event streams return the events stored so far.
     """
+    public_url = public_url if public_url is not None else env.get("AGENT_UNIT_URL")
+    origins = Origins(public_url, allowed_origins)  # a wrong entry fails here, not at a request
     if engine is None:
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
     elif agents is not None or store is not None or engine_options:
@@ -90,7 +99,8 @@ def create_agent_unit(
         require_secret=production() if require_secret is None else require_secret,
         keepalive=keepalive_seconds,
         poll_interval=poll_interval,
-        public_url=public_url if public_url is not None else env.get("AGENT_UNIT_URL"),
+        public_url=public_url,
+        origins=origins,
         buffered=buffered,
     )
     routes: list[BaseRoute] = [
@@ -202,6 +212,7 @@ class _Api:
         keepalive: float,
         poll_interval: float,
         public_url: str | None = None,
+        origins: Origins | None = None,
         buffered: bool = False,
     ) -> None:
         self.engine = engine
@@ -213,11 +224,22 @@ class _Api:
         self.keepalive = keepalive
         self.poll_interval = poll_interval
         self.public_url = public_url.rstrip("/") if public_url else None
+        self.origins = origins if origins is not None else Origins(public_url)
         self.buffered = buffered
 
-    async def _guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
+    async def guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
+        """Raise 401/403 unless ``authorize`` allows ``action`` on ``run``.
+
+        Every route calls it before it answers anything about the request (a body that does not
+        parse, an agent or a run that does not exist), so a caller who may not act learns nothing.
+        """
         self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
         await authorize(self.authorize, request, action, run)
+        request.state.agent_unit_authorized = True
+
+    def authorized(self, request: Request) -> bool:
+        """Whether :meth:`guard` has let this request through already."""
+        return bool(getattr(request.state, "agent_unit_authorized", False))
 
     async def _run(self, request: Request, action: str) -> RunRecord:
         return await self.guarded_run(request, action, request.path_params["run_id"])
@@ -229,9 +251,9 @@ class _Api:
         try:
             record = await self.engine.get(run_id)
         except RunNotFound:
-            await self._guard(request, action, {"id": run_id})
+            await self.guard(request, action, {"id": run_id})
             raise
-        await self._guard(request, action, _run_info(record))
+        await self.guard(request, action, _run_info(record))
         return record
 
     def _stream(self, run_id: str, after: int, follow: bool = False) -> SSEResponse:
@@ -254,7 +276,7 @@ class _Api:
     # -- public routes ---------------------------------------------------------------------
 
     async def manifest(self, request: Request) -> Response:
-        await self._guard(request, "manifest", {})
+        await self.guard(request, "manifest", {})
         agents = [
             {
                 "name": agent_name,
@@ -269,16 +291,21 @@ class _Api:
 
     async def start(self, request: Request) -> Response:
         agent = request.path_params["agent"]
-        body = await read_json(request, self.max_body_bytes)
-        unknown = sorted(set(body) - {"input", "thread_id"})
-        if unknown:
-            raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ...}}")
-        thread_id = body.get("thread_id")
-        if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
-            raise BadRequest("thread_id must be a non-empty string")
+        try:
+            body = await read_json(request, self.max_body_bytes)
+            unknown = sorted(set(body) - {"input", "thread_id"})
+            if unknown:
+                raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ...}}")
+            thread_id = body.get("thread_id")
+            if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
+                raise BadRequest("thread_id must be a non-empty string")
+        except AgentUnitError:
+            await self.guard(request, "start", {"agent": agent, "thread_id": None})  # authorized before answered
+            raise
+        # an unknown agent is authorized as if it existed: a refusal is the same for both
+        await self.guard(request, "start", {"agent": agent, "thread_id": thread_id})
         if agent not in self.engine.agents:
             raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
-        await self._guard(request, "start", {"agent": agent, "thread_id": thread_id})
         if _wants_stream(request):
             record = await self.engine.start(agent, body.get("input"), thread_id=thread_id, wait=self.buffered)
             return self._stream(record.id, after=0)
@@ -288,16 +315,17 @@ class _Api:
 
     async def list(self, request: Request) -> Response:
         query = request.query_params
-        try:
-            limit = int(query.get("limit", "50"))
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= 200:
-            raise InvalidArgument(f"limit={query.get('limit')!r}: use a number from 1 to 200")
         agent, thread_id = query.get("agent"), query.get("thread_id")
-        await self._guard(request, "list", {"agent": agent, "thread_id": thread_id})
+        await self.guard(request, "list", {"agent": agent, "thread_id": thread_id})
+        raw_limit = query.get("limit", "50")
+        limit = int(raw_limit) if raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) < 4 else 0
+        if not 1 <= limit <= 200:
+            raise InvalidArgument(f"limit={raw_limit!r}: use a number from 1 to 200")
+        cursor = query.get("cursor")
+        if cursor is not None and not is_id(cursor, "run"):
+            raise InvalidArgument(f"cursor={cursor!r} is not a page's next_cursor: send the one the last page gave")
         page = await self.engine.list(
-            status=query.get("status"), agent=agent, thread_id=thread_id, limit=limit, cursor=query.get("cursor")
+            status=query.get("status"), agent=agent, thread_id=thread_id, limit=limit, cursor=cursor
         )
         return JSONResponse({"runs": [run.public() for run in page.runs], "next_cursor": page.next_cursor})
 
@@ -311,9 +339,10 @@ class _Api:
     async def events(self, request: Request) -> Response:
         record = await self._run(request, "events")
         raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= _MAX_SEQ):
             raise InvalidArgument(
-                f"Last-Event-ID / after = {raw!r}: send the seq (a whole number) of the last event seen"
+                f"Last-Event-ID / after = {raw[:40]!r}: send the seq (a whole number of ASCII digits, "
+                "below 2**63) of the last event seen"
             )
         return self._stream(record.id, after=int(raw), follow=_flag(request, "follow"))
 
@@ -335,15 +364,17 @@ class _Api:
 
     async def cancel(self, request: Request) -> Response:
         record = await self._run(request, "cancel")
+        refuse_non_json(request)
         return JSONResponse((await self.engine.cancel(record.id)).public())
 
     async def delete(self, request: Request) -> Response:
         record = await self._run(request, "delete")
+        refuse_non_json(request)
         await self.engine.delete(record.id)
         return Response(status_code=204)
 
     async def ui(self, request: Request) -> Response:
-        await self._guard(request, "ui", {})
+        await self.guard(request, "ui", {})
         return await page(request)
 
     async def healthz(self, request: Request) -> Response:
@@ -373,5 +404,6 @@ class _Api:
 
     async def sweep(self, request: Request) -> Response:
         check_secret(request, self.secret, required=self.require_secret)
+        refuse_non_json(request)
         result = await self.engine.sweep(wait=True)
         return JSONResponse({"woken": result.woken, "recovered": result.recovered, "deleted": result.deleted})

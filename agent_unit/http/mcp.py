@@ -23,11 +23,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import AgentNotFound, AgentUnitError, InvalidArgument, InvalidInput
+from ..errors import AgentNotFound, AgentUnitError, ForbiddenOrigin, InvalidArgument, InvalidInput
 from ..records import RunRecord, RunStatus
+from .bodies import refuse_declared_oversize, require_json
+from .responses import JSONResponse
 
 if TYPE_CHECKING:
     from mcp.server import ServerRequestContext
@@ -106,16 +107,27 @@ def app(api: _Api) -> ASGIApp:
         # without calling tools/list once per call
         get_tool_input_schema=tools.input_schema,
     )
-    # DNS-rebinding protection is off on purpose: it refuses any Host header not on a fixed
-    # list, and a deployment is reached by names this process cannot know (its domain, a load
-    # balancer's, a proxy's). Like every other route of the API, /mcp is guarded by the
-    # ``authorize`` hook instead; a Host allow-list, where one is wanted, belongs in front of
-    # the whole app (e.g. Starlette's TrustedHostMiddleware), not on this one route.
+    # The SDK's DNS-rebinding protection is off: it refuses any Host header not on a fixed list,
+    # and a deployment is reached by names this process cannot know (its domain, a load
+    # balancer's, a proxy's). What the MCP transport requires, refusing a browser page from a
+    # foreign Origin (403), is checked here instead, against ``api.origins``: loopback, the
+    # public URL's origin and ``allowed_origins``. Requests without an Origin (not a browser)
+    # pass to the ``authorize`` hook, which guards /mcp like every other route.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
         try:
-            await api._guard(Request(scope), "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
+            origin = request.headers.get("origin")
+            if not api.origins.allows(origin):
+                raise ForbiddenOrigin(
+                    f"Origin {origin[:100]!r} may not call /mcp: a page must be served from this deployment's "
+                    "URL, from loopback, or from an origin listed in allowed_origins"
+                )
+            await api.guard(request, "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
+            # Before the SDK, which answers both with a bare text body: the same JSON errors as every route.
+            require_json(request)
+            refuse_declared_oversize(request, api.max_body_bytes)
         except AgentUnitError as exc:
             await JSONResponse(exc.to_dict(), status_code=exc.status)(scope, receive, send)
             return
@@ -227,6 +239,9 @@ class _Tools:
             return _error_result("internal", "internal error: the server logged the details")
 
     async def _start(self, request: Request, name: str, arguments: dict[str, Any]) -> RunRecord:
+        # the REST route's action, before anything is checked: an unknown tool is authorized as
+        # if it existed, so a refusal is the same for both
+        await self._api.guard(request, "start", {"agent": name, "thread_id": None})
         if name not in self._schemas:
             raise AgentNotFound(f"no tool named {name!r}: tools/list lists them")
         if name in self._wrapped:
@@ -236,18 +251,20 @@ class _Tools:
             value: Any = arguments.get("input")
         else:
             value = arguments
-        await self._api._guard(request, "start", {"agent": name, "thread_id": None})  # the REST route's action
         return await self._api.engine.start(name, value, wait=True)
 
     async def _resume(self, request: Request, arguments: dict[str, Any]) -> RunRecord:
         run_id = arguments.get("run_id")
-        unknown = sorted(set(arguments) - {"run_id", "answer", "interrupt"})
-        if unknown or not isinstance(run_id, str) or "answer" not in arguments:
-            raise InvalidArgument(f"send {{'run_id': ..., 'answer': ...}} to {RESUME_TOOL}")
-        engine = self._api.engine
+        usage = f"send {{'run_id': ..., 'answer': ...}} to {RESUME_TOOL}"
+        if not isinstance(run_id, str):
+            await self._api.guard(request, "resume", {})  # authorized before answered, as every error is
+            raise InvalidArgument(usage)
         record = await self._api.guarded_run(request, "resume", run_id)  # the REST route's action: one policy
+        unknown = sorted(set(arguments) - {"run_id", "answer", "interrupt"})
+        if unknown or "answer" not in arguments:
+            raise InvalidArgument(usage)
         key = arguments.get("interrupt")
-        return await engine.resume(record.id, arguments["answer"], wait=True, interrupt_key=key)
+        return await self._api.engine.resume(record.id, arguments["answer"], wait=True, interrupt_key=key)
 
 
 def _accepts_none(agent: Agent) -> bool:

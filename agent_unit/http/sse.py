@@ -20,10 +20,16 @@ from starlette.types import Receive, Scope, Send
 from ..engine import RunEngine
 from ..records import FINISHED, RunStatus
 
-__all__ = ["SSEResponse", "event_stream"]
+__all__ = ["SSEResponse", "event_stream", "utf8"]
 
 # A stream that does not follow ends once the run is in one of these and every event is sent.
 PARKED = frozenset({RunStatus.interrupted, RunStatus.sleeping}) | FINISHED
+
+
+def utf8(text: str) -> bytes:
+    """``text`` (an event's JSON) as UTF-8. A lone surrogate, which a store that keeps Python
+    strings can hold, is written as its JSON escape (``\\ud800``): never a stream cut mid-way."""
+    return text.encode(errors="backslashreplace")
 
 
 async def event_stream(
@@ -46,7 +52,7 @@ async def event_stream(
     if once:
         while events := await engine.store.read_events(run_id, after=after, limit=500):
             for event in events:
-                yield b"id: %d\ndata: %s\n\n" % (event.seq, event.data.encode())
+                yield b"id: %d\ndata: %s\n\n" % (event.seq, utf8(event.data))
                 after = event.seq
         return
     idle = 0.0
@@ -57,7 +63,7 @@ async def event_stream(
             return
         events = await engine.store.read_events(run_id, after=after, limit=500)
         for event in events:
-            yield b"id: %d\ndata: %s\n\n" % (event.seq, event.data.encode())
+            yield b"id: %d\ndata: %s\n\n" % (event.seq, utf8(event.data))
             after = event.seq
         if not follow and record.status in PARKED and len(events) < 500:
             return  # it was parked or ended before this read, so the read got everything up to now
