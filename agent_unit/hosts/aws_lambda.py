@@ -9,6 +9,8 @@
   ``buffered``: a start or resume runs the run in the invocation until it parks, ends or
   yields at its budget, then answers with the events so far; the client reads the rest from
   ``/runs/{id}/events`` with ``Last-Event-ID``.
+- Lambda freezes the process once the handler returns, so ``wait_until`` work started by the
+  invocation is finished before the response is returned (within the invocation's time left).
 - A run that yields continues in a fresh invocation: :func:`continue_at` POSTs
   ``/__agent-unit/continue`` at the function's own URL (configured, never taken from a
   request) with the secret, and returns once the request is on its way.
@@ -21,6 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..env import drain
 from ._continue import continue_at as _continue_at
 
 __all__ = ["continue_at", "lambda_handler"]
@@ -60,9 +63,16 @@ def lambda_handler(create_app: Callable[[], Any]) -> Callable[[dict[str, Any], A
             result = loop.run_until_complete(state["app"].engine.sweep(wait=True))
             return {"woken": result.woken, "recovered": result.recovered, "deleted": result.deleted}
         response: dict[str, Any] = state["mangum"](event, context)
+        _loop().run_until_complete(drain(_time_left(context)))  # the response waits for wait_until work
         return response
 
     return handler
+
+
+def _time_left(context: Any) -> float | None:
+    """Seconds this invocation has left, less a second to return the response; None if unknown."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return None if remaining is None else max(0.0, remaining() / 1000 - 1.0)
 
 
 def _loop() -> asyncio.AbstractEventLoop:

@@ -7,6 +7,10 @@ needs, and nothing at import time beyond the standard library:
 - An invocation ends only when the runs it started have parked, ended or yielded. Vercel
   may freeze an instance once its requests are answered, so a run left working after a
   ``202`` would stall; the response itself is not held back (the runtime streams).
+- ``wait_until`` work started by a request is part of its invocation: the app awaits it after
+  the response is sent, as the launcher's own ``waitUntil`` does (the launcher ends the
+  invocation when the app returns). The ``vercel`` package's ``wait_until`` is not used: outside
+  an invocation it closes a coroutine without running it.
 - A run that reaches its ``budget`` continues in a fresh invocation: a POST to the
   deployment's own ``/__agent-unit/continue`` with the secret. The URL comes from the
   configuration or Vercel's environment, never from a request's Host header.
@@ -24,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .. import env
+from ..env import use_wait_until
 from ._continue import continue_at as _continue_at
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets"]
@@ -93,9 +98,13 @@ class VercelApp:
             scope = self._from_cron(scope)
         request = object()
         reset = _request.set(request)
+        later: list[asyncio.Future[Any]] = []
         try:
-            await self.app(scope, receive, send)
-            await self.settle(request)
+            with use_wait_until(lambda work: later.append(asyncio.ensure_future(work))):
+                await self.app(scope, receive, send)
+                await self.settle(request)
+            while waiting := [task for task in later if not task.done()]:  # work may start more work
+                await asyncio.wait(waiting)
         finally:
             _request.reset(reset)
 

@@ -24,6 +24,7 @@ from .. import env
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
+from ..env import drain
 from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound
 from ..records import RunRecord
 from .auth import Authorize, authorize, check_secret, load_authorize, production
@@ -35,6 +36,9 @@ __all__ = ["AgentUnit", "create_agent_unit"]
 log = logging.getLogger("agent_unit.http")
 
 _TRUE = {"1", "true", "yes", "on"}
+
+DRAIN_SECONDS = 8.0
+"""How long a shutdown waits for ``wait_until`` work: ``docker stop`` kills 10 s after SIGTERM."""
 
 
 class AgentUnit(Starlette):
@@ -116,6 +120,7 @@ def create_agent_unit(
         await engine.check_store()  # an unreachable store or a wrong password: one clear error at start
         engine.start_background()
         yield
+        await drain(DRAIN_SECONDS)  # a graceful shutdown (SIGTERM) lets wait_until work finish first
         await engine.aclose()
 
     app = AgentUnit(
