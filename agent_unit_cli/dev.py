@@ -8,6 +8,7 @@ from pathlib import Path
 from agent_unit import create_agent_unit
 from agent_unit.discovery import discover_agents
 from agent_unit.http import AgentUnit
+from agent_unit.tasks import tasks_from_config
 
 from .config import load_config
 
@@ -25,4 +26,5 @@ def app() -> AgentUnit:
         max_body_bytes=config.max_body_bytes,
         budget=config.budget,
         retention=config.retention,
+        tasks=tasks_from_config(config.tasks, root=root.resolve()),  # the in-process scheduler runs them
     )

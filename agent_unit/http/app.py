@@ -27,6 +27,7 @@ from ..engine import RunEngine
 from ..env import drain
 from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound
 from ..records import RunRecord
+from ..scheduler import Scheduler
 from .auth import Authorize, authorize, check_secret, load_authorize, production
 from .bodies import read_json
 from .sse import SSEResponse, event_stream
@@ -42,9 +43,11 @@ DRAIN_SECONDS = 8.0
 
 
 class AgentUnit(Starlette):
-    """The ASGI app; ``engine`` is the :class:`RunEngine` behind it."""
+    """The ASGI app; ``engine`` is the :class:`RunEngine` behind it, ``scheduler`` the in-process
+    scheduler of its ``tasks`` (None without tasks)."""
 
     engine: RunEngine
+    scheduler: Scheduler | None
 
 
 def create_agent_unit(
@@ -63,6 +66,7 @@ def create_agent_unit(
     public_url: str | None = None,
     mcp: bool = True,
     buffered: bool = False,
+    tasks: Mapping[str, Any] | None = None,
     **engine_options: Any,
 ) -> AgentUnit:
     """The HTTP API for ``agents`` (default: discovered from ``./agents``) over ``store``.
@@ -75,6 +79,8 @@ def create_agent_unit(
     ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
     Python runtime): starts and resumes run the run in the request until it parks, ends or
     yields, and event streams return the events stored so far.
+    ``tasks`` (``{name: {"schedule", "handler"}}``, as ``[tasks.NAME]``) run on the in-process
+    scheduler from the lifespan's start, each tick claimed once across servers in the store.
     """
     if engine is None:
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
@@ -115,11 +121,17 @@ def create_agent_unit(
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
 
+    scheduler = Scheduler(tasks, engine.store, clock=engine.clock) if tasks else None
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await engine.check_store()  # an unreachable store or a wrong password: one clear error at start
         engine.start_background()
+        if scheduler is not None:
+            scheduler.start()
         yield
+        if scheduler is not None:
+            await scheduler.stop()  # its running handlers are wait_until work: drained next
         await drain(DRAIN_SECONDS)  # a graceful shutdown (SIGTERM) lets wait_until work finish first
         await engine.aclose()
 
@@ -129,6 +141,7 @@ def create_agent_unit(
         exception_handlers={AgentUnitError: _agent_unit_error, HTTPException: _http_error, Exception: _server_error},
     )
     app.engine = engine
+    app.scheduler = scheduler
     return app
 
 
