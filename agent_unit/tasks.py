@@ -131,26 +131,26 @@ def load_handler(reference: str, *, task: str, root: str | Path | None = None) -
     """Import ``"module:function"``; a failure is one :class:`TaskError` naming the module, the
     attribute and the user's own line that failed."""
     module_name, _, attribute = reference.partition(":")
-    if root is not None and str(Path(root).resolve()) not in sys.path:
-        sys.path.insert(0, str(Path(root).resolve()))
+    project = Path(root or ".").resolve()
+    if root is not None and str(project) not in sys.path:
+        sys.path.insert(0, str(project))
+    prefix = f"task {task}: handler {reference!r}"
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module_name.startswith(exc.name) and not _user_frames(exc):
-            raise TaskError(
-                f"task {task}: handler {reference!r}: no module named {exc.name!r}: "
-                "write the module's dotted path from the project folder"
-            ) from None
-        raise TaskError(f"task {task}: handler {reference!r}: {module_name} failed to import: " + _where(exc)) from None
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raised, shown at its line
-        raise TaskError(f"task {task}: handler {reference!r}: {module_name} failed to import: " + _where(exc)) from None
+        missing = isinstance(exc, ModuleNotFoundError) and exc.name is not None and module_name.startswith(exc.name)
+        if missing and not _user_frames(exc):
+            raise TaskError(
+                f"{prefix}: no module named {exc.name!r}: write the module's dotted path from the project folder"  # type: ignore[attr-defined]
+            ) from None
+        raise TaskError(f"{prefix}: {module_name} failed to import: {_where(exc, project)}") from None
     value: Any = module
     for part in attribute.split("."):
         if not hasattr(value, part):
-            raise TaskError(f"task {task}: handler {reference!r}: module {module_name} has no attribute {part!r}")
+            raise TaskError(f"{prefix}: module {module_name} has no attribute {part!r}")
         value = getattr(value, part)
     if not callable(value):
-        raise TaskError(f"task {task}: handler {reference!r} is a {type(value).__name__}, not a function")
+        raise TaskError(f"{prefix} is a {type(value).__name__}, not a function")
     return value  # type: ignore[no-any-return]
 
 
@@ -188,13 +188,20 @@ def _user_frames(exc: BaseException) -> traceback.StackSummary:
     )
 
 
-def _where(exc: BaseException) -> str:
-    """``Type: message (file, line N: code)`` at the user's innermost frame."""
-    frames = _user_frames(exc)
+def _where(exc: BaseException, project: Path) -> str:
+    """``Type: message (file, line N: code)`` at the innermost line of the project's own code
+    (a library's line only when no line of the project's is in the traceback)."""
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{text} ({exc.filename}, line {exc.lineno})"
-    if frames:
-        frame = frames[-1]
-        return f"{text} ({frame.filename}, line {frame.lineno}: {(frame.line or '').strip()})"
+        return f"{text} ({_shown(exc.filename, project)}, line {exc.lineno})"
+    frames = _user_frames(exc)
+    own = [frame for frame in frames if Path(frame.filename).resolve().is_relative_to(project)]
+    if own or frames:
+        frame = (own or frames)[-1]
+        return f"{text} ({_shown(frame.filename, project)}, line {frame.lineno}: {(frame.line or '').strip()})"
     return text
+
+
+def _shown(filename: str, project: Path) -> str:
+    path = Path(filename).resolve()
+    return str(path.relative_to(project)) if path.is_relative_to(project) else filename

@@ -15,6 +15,7 @@ from agent_unit.adapters import AdapterError
 from agent_unit.discovery import discover_agents
 from agent_unit.errors import DiscoveryError
 
+from . import tasks
 from .build import BuildError, build, routes
 from .config import ConfigError, load_config
 from .presets import PRESETS, BuildOptions
@@ -177,6 +178,10 @@ def add(
         console.print(f"[green]added[/green] {', '.join(added)} to {path}")
     else:
         console.print(f"{name} is already in {path}")
+
+
+# scheduled tasks: agent_unit_cli/tasks.py
+app.command("task")(tasks.task)
 
 
 def main() -> None:
