@@ -31,7 +31,7 @@ from .stores import Store
 from .stores.protocol import TICK_MEMORY
 from .tasks import Task, handler_error, last_tick, next_tick, run_task, tasks_from_config
 
-__all__ = ["Scheduler"]
+__all__ = ["Scheduler", "run_host_tick"]
 
 log = logging.getLogger("agent_unit.scheduler")
 
@@ -126,3 +126,23 @@ class Scheduler:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
             self._loop = None
+
+
+async def run_host_tick(task: Task, scheduled_at: datetime, store: Store | None, *, owner: str) -> dict[str, Any]:
+    """Run one tick that a host's scheduler delivered (an EventBridge schedule, a Vercel cron).
+
+    Hosts deliver at least once, so the tick is claimed in ``store`` first, as the in-process
+    scheduler claims it: a repeated delivery runs nothing. A handler that raises is logged with
+    its own traceback lines and reported, not raised: the claim is spent, as on a server.
+    Returns ``{"task", "scheduled_at", "ran"}`` and ``"error"`` when the handler failed.
+    """
+    result: dict[str, Any] = {"task": task.name, "scheduled_at": scheduled_at.isoformat(), "ran": False}
+    if store is not None and not await store.claim_tick(task.name, scheduled_at.timestamp(), owner):
+        return result
+    result["ran"] = True
+    try:
+        await run_task(task, scheduled_at)
+    except Exception as exc:  # noqa: BLE001 - the user's handler: logged with its own lines
+        log.error("task %s (tick %s) failed:\n%s", task.name, scheduled_at.isoformat(), handler_error(exc))
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    return result

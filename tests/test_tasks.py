@@ -183,3 +183,47 @@ def test_a_server_starts_its_scheduler_in_the_lifespan_and_runs_the_current_tick
 def test_an_unimportable_handler_fails_when_the_app_is_made_not_at_the_first_tick() -> None:
     with pytest.raises(TaskError, match="no module named 'nowhere_at_all'"):
         create_agent_unit({}, store="memory://", tasks={"x": {"schedule": "* * * * *", "handler": "nowhere_at_all:x"}})
+
+
+def test_on_lambda_an_eventbridge_delivery_runs_its_tick_once_even_when_delivered_twice() -> None:
+    from agent_unit.hosts.aws_lambda import lambda_handler
+
+    handler = lambda_handler(
+        lambda: create_agent_unit({}, store="memory://", background_sweep=False),
+        tasks={"digest": {"schedule": "0 8 * * *", "handler": f"{__name__}:record"}},
+    )
+    event = {"agent_unit": "task", "task": "digest", "scheduled_at": "2026-03-02T08:00:00Z"}
+    first, again = handler(event, None), handler(event, None)  # EventBridge delivers at least once
+    assert first == {"task": "digest", "scheduled_at": "2026-03-02T08:00:00+00:00", "ran": True}
+    assert again["ran"] is False
+    assert LEDGER == [("digest", T0)]
+    with pytest.raises(TaskError, match="no task named 'digets' in this build: the tasks are digest"):
+        handler({"agent_unit": "task", "task": "digets"}, None)
+
+
+async def test_on_vercel_a_tasks_cron_request_runs_its_latest_tick_once_and_needs_the_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import httpx
+
+    from agent_unit.hosts.vercel import create_app
+
+    monkeypatch.setenv("CRON_SECRET", "cron-secret-123")
+    monkeypatch.delenv("AGENT_UNIT_SECRET", raising=False)
+    app = create_app(
+        {},
+        store="memory://",
+        base_path="/api",
+        tasks={"beat": {"schedule": "* * * * *", "handler": f"{__name__}:record"}},
+    )
+    cron = {"authorization": "Bearer cron-secret-123"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        assert (await client.get("/api/__agent-unit/tasks/beat")).status_code == 401
+        first = await client.get("/api/__agent-unit/tasks/beat", headers=cron)
+        again = await client.get("/api/__agent-unit/tasks/beat", headers=cron)
+        unknown = await client.get("/api/__agent-unit/tasks/nope", headers=cron)
+    await app.engine.aclose()
+    assert first.status_code == 200 and first.json()["ran"] is True
+    assert again.json()["ran"] is False or again.json()["scheduled_at"] != first.json()["scheduled_at"]
+    assert len(LEDGER) == 1 + again.json()["ran"]  # a second call in the same minute runs nothing
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "task_not_found"
