@@ -87,7 +87,6 @@ env: Mapping[str, Any] = _Env()
 
 _host: contextvars.ContextVar[WaitUntil | None] = contextvars.ContextVar("agent_unit_wait_until", default=None)
 _tasks: set[asyncio.Task[Any]] = set()
-_loop: asyncio.AbstractEventLoop | None = None  # the loop work from a worker thread is handed to
 
 
 @contextlib.contextmanager
@@ -125,8 +124,7 @@ def wait_until(work: Awaitable[Any], *, name: str | None = None) -> None:
     if loop is not None:
         _track(loop, work, label)
         return
-    if _loop is not None and _loop.is_running():
-        _loop.call_soon_threadsafe(_track, _loop, work, label)
+    if _in_worker_thread(work, label):
         return
     if inspect.iscoroutine(work):
         work.close()  # no "coroutine was never awaited" warning on top of the error
@@ -164,9 +162,20 @@ def _current() -> list[asyncio.Task[Any]]:
     return [task for task in _tasks if not task.done() and task.get_loop() is loop]
 
 
+def _in_worker_thread(work: Awaitable[Any], label: str) -> bool:
+    """Hand ``work`` to the event loop whose worker thread this is (a sync route runs in one)."""
+    try:
+        from anyio.from_thread import run_sync
+    except ImportError:
+        return False
+    try:
+        run_sync(lambda: _track(asyncio.get_running_loop(), work, label))
+    except RuntimeError:  # not a worker thread of a running loop
+        return False
+    return True
+
+
 def _track(loop: asyncio.AbstractEventLoop, work: Awaitable[Any], label: str) -> None:
-    global _loop
-    _loop = loop
     task = asyncio.ensure_future(work, loop=loop)
     task.set_name(label)
     _tasks.add(task)

@@ -83,12 +83,17 @@ async def test_work_still_running_at_the_bound_is_cut_and_each_piece_is_logged(
     assert pending() == []
 
 
-async def test_work_from_a_sync_routes_worker_thread_runs_on_the_apps_loop() -> None:
+def test_work_from_a_sync_routes_worker_thread_runs_on_the_apps_loop() -> None:
     done: list[str] = []
-    wait_until(asyncio.sleep(0))  # the loop is known once the process has tracked work
-    await asyncio.to_thread(wait_until, later(done, "from-thread"))
-    await asyncio.sleep(0)  # the thread handed the work to this loop
-    await drain(5)
+
+    def order(request: Request) -> JSONResponse:  # a sync route: Starlette runs it in a worker thread
+        wait_until(later(done, "from-thread"))
+        return JSONResponse({"ok": True})
+
+    app = Starlette(routes=[Route("/order", order, methods=["POST"])])
+    with TestClient(app) as client:
+        assert client.post("/order").status_code == 200
+        client.portal.call(drain, 5)  # type: ignore[union-attr]
     assert done == ["from-thread"]
 
 
