@@ -114,21 +114,25 @@ def wait_until(work: Awaitable[Any], *, name: str | None = None) -> None:
         raise TypeError(f"wait_until takes an awaitable (a coroutine, a task), not {type(work).__name__}")
     label = name or _name(work)
     hook = _host.get()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        if _in_worker_thread(lambda: _accept(work, label, hook)):
+            return
+        if inspect.iscoroutine(work):
+            work.close()  # no "coroutine was never awaited" warning on top of the error
+        raise RuntimeError(
+            f"wait_until({label}) needs a running event loop: call it from async code or a request"
+        ) from None
+    _accept(work, label, hook)
+
+
+def _accept(work: Awaitable[Any], label: str, hook: WaitUntil | None) -> None:
+    """On the event loop: hand ``work`` to the host's ``waitUntil``, or track it here."""
     if hook is not None:
         hook(_logged(work, label))
-        return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if loop is not None:
-        _track(loop, work, label)
-        return
-    if _in_worker_thread(work, label):
-        return
-    if inspect.iscoroutine(work):
-        work.close()  # no "coroutine was never awaited" warning on top of the error
-    raise RuntimeError(f"wait_until({label}) needs a running event loop: call it from async code or a request")
+    else:
+        _track(asyncio.get_running_loop(), work, label)
 
 
 def pending() -> list[str]:
@@ -162,14 +166,14 @@ def _current() -> list[asyncio.Task[Any]]:
     return [task for task in _tasks if not task.done() and task.get_loop() is loop]
 
 
-def _in_worker_thread(work: Awaitable[Any], label: str) -> bool:
-    """Hand ``work`` to the event loop whose worker thread this is (a sync route runs in one)."""
+def _in_worker_thread(call: Callable[[], None]) -> bool:
+    """Run ``call`` on the event loop whose worker thread this is (a sync route runs in one)."""
     try:
         from anyio.from_thread import run_sync
     except ImportError:
         return False
     try:
-        run_sync(lambda: _track(asyncio.get_running_loop(), work, label))
+        run_sync(call)
     except RuntimeError:  # not a worker thread of a running loop
         return False
     return True
