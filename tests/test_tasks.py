@@ -227,3 +227,58 @@ async def test_on_vercel_a_tasks_cron_request_runs_its_latest_tick_once_and_need
     assert again.json()["ran"] is False or again.json()["scheduled_at"] != first.json()["scheduled_at"]
     assert len(LEDGER) == 1 + again.json()["ran"]  # a second call in the same minute runs nothing
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "task_not_found"
+
+
+def _fastapi_app(events: list[str]) -> object:
+    import contextlib
+
+    from fastapi import FastAPI
+
+    from agent_unit.env import wait_until
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        events.append("app started")
+        yield
+        events.append("app stopped")
+
+    app = FastAPI(lifespan=lifespan)
+
+    @app.post("/order")
+    async def order() -> dict[str, bool]:
+        async def receipt() -> None:
+            await asyncio.sleep(0.1)
+            events.append("receipt sent")
+
+        wait_until(receipt())
+        return {"ok": True}
+
+    return app
+
+
+def test_a_users_own_app_on_a_server_gets_its_lifespan_the_scheduler_and_a_drained_shutdown(tmp_path: Path) -> None:
+    from agent_unit.hosts.server import serve
+
+    events: list[str] = []
+    beat = {"beat": {"schedule": "* * * * *", "handler": f"{__name__}:record_in_a_thread"}}
+    app = serve(_fastapi_app(events), tasks=beat, store=f"sqlite:///{tmp_path / 'ticks.db'}")
+    with TestClient(app) as client:  # type: ignore[arg-type]
+        assert client.post("/order").json() == {"ok": True}
+        while not LEDGER:  # the scheduler started after the app's startup and caught up this minute
+            time.sleep(0.01)
+    assert events == ["app started", "receipt sent", "app stopped"]  # drained before the app's shutdown
+    assert [name for name, _ in LEDGER] == ["beat"]
+
+
+def test_an_app_without_a_lifespan_still_gets_the_scheduler_and_the_drain(tmp_path: Path) -> None:
+    from agent_unit.hosts.server import serve
+
+    async def no_lifespan(scope: dict, receive: object, send: object) -> None:  # as Django's ASGI app
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+
+    beat = {"beat": {"schedule": "* * * * *", "handler": f"{__name__}:record_in_a_thread"}}
+    with TestClient(serve(no_lifespan, tasks=beat, store="memory://")):  # type: ignore[arg-type]
+        while not LEDGER:
+            time.sleep(0.01)
+    assert [name for name, _ in LEDGER] == ["beat"]
