@@ -282,3 +282,19 @@ def test_an_app_without_a_lifespan_still_gets_the_scheduler_and_the_drain(tmp_pa
         while not LEDGER:
             time.sleep(0.01)
     assert [name for name, _ in LEDGER] == ["beat"]
+
+
+def test_agent_unit_dev_schedules_the_configured_tasks_from_the_project_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from agent_unit_cli import dev
+
+    shutil.copytree(Path(__file__).parent / "fixtures" / "project_ok" / "agents", tmp_path / "agents")
+    (tmp_path / "devjobs.py").write_text("def tidy(name, scheduled_at):\n    return 'tidied'\n")
+    (tmp_path / "agent-unit.toml").write_text('[tasks.tidy]\nschedule = "*/5 * * * *"\nhandler = "devjobs:tidy"\n')
+    monkeypatch.setenv("AGENT_UNIT_ROOT", str(tmp_path))
+    app = dev.app()
+    assert app.scheduler is not None and list(app.scheduler.tasks) == ["tidy"]
+    assert app.scheduler.tasks["tidy"].schedule == "*/5 * * * *"
