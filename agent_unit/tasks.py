@@ -138,10 +138,10 @@ def load_handler(reference: str, *, task: str, root: str | Path | None = None) -
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raised, shown at its line
-        missing = isinstance(exc, ModuleNotFoundError) and exc.name is not None and module_name.startswith(exc.name)
-        if missing and not _user_frames(exc):
+        name = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if name and f"{module_name}.".startswith(f"{name}.") and not _user_frames(exc):  # the path itself is wrong
             raise TaskError(
-                f"{prefix}: no module named {exc.name!r}: write the module's dotted path from the project folder"  # type: ignore[attr-defined]
+                f"{prefix}: no module named {name!r}: write the module's dotted path from the project folder"
             ) from None
         raise TaskError(f"{prefix}: {module_name} failed to import: {_where(exc, project)}") from None
     value: Any = module
