@@ -1,22 +1,54 @@
-"""The host environment, read the same way on every host.
+"""The host's configuration and background work, read and used the same way on every host.
 
-Process variables everywhere; on Cloudflare Workers the entry shim calls :func:`bind` with
-the Worker's ``env`` so bindings and secrets are found by the same names.
+    from agent_unit.env import env, wait_until
+
+    api_key = env["MAIL_API_KEY"]
+    wait_until(send_receipt(order))   # runs after the response; never dropped
+
+``env`` is a read-only mapping: the process environment, and on Cloudflare Workers the Worker's
+bindings and secrets under the same names (the entry shim calls :func:`bind` with them).
+
+``wait_until(work)`` keeps ``work`` running after the response. Where it runs depends on the host:
+
+- server, docker, ``agent-unit dev``, tests: a task this process tracks. A graceful shutdown
+  awaits :func:`drain` (the app's lifespan does), which waits for the work within a bound and
+  then cuts what is left, logging each piece it cut by name.
+- AWS Lambda freezes the process once a response is returned, so the handler drains the work
+  before it returns the response.
+- Vercel and Cloudflare give each invocation a ``waitUntil`` of their own: the host's entry
+  installs it for the invocation with :func:`use_wait_until`.
+
+Work that raises is logged (logger ``agent_unit``) with its name and traceback, never swallowed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["bind", "get"]
+__all__ = ["WaitUntil", "bind", "drain", "env", "get", "pending", "use_wait_until", "wait_until"]
+
+log = logging.getLogger("agent_unit")
+
+WaitUntil = Callable[[Awaitable[Any]], None]
+"""A host's ``waitUntil``: takes an awaitable and keeps the invocation alive until it is done."""
 
 _bound: Mapping[str, Any] | None = None
 
 
 def bind(values: Mapping[str, Any] | None) -> None:
-    """Read names from ``values`` before the process environment (``None`` unbinds)."""
+    """Read names from ``values`` before the process environment (``None`` unbinds).
+
+    A host whose configuration is not the process environment (Cloudflare's Worker ``env``)
+    calls this once per isolate with its bindings.
+    """
     global _bound
     _bound = values
 
@@ -25,3 +57,151 @@ def get(name: str, default: str | None = None) -> Any:
     if _bound is not None and name in _bound:
         return _bound[name]
     return os.environ.get(name, default)
+
+
+class _Env(Mapping[str, Any]):
+    """The bound values over the process environment, read at each access (never a stale copy)."""
+
+    def __getitem__(self, name: str) -> Any:
+        if _bound is not None and name in _bound:
+            return _bound[name]
+        return os.environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        seen = set(_bound or ())
+        yield from seen
+        yield from (name for name in os.environ if name not in seen)
+
+    def __len__(self) -> int:
+        return len(set(_bound or ()) | set(os.environ))
+
+    def __repr__(self) -> str:
+        return f"<agent_unit.env: {len(self)} names>"  # never the values: they hold secrets
+
+
+env: Mapping[str, Any] = _Env()
+"""The host's configuration, read-only: ``env["NAME"]``, ``env.get("NAME", default)``."""
+
+
+# -- background work --------------------------------------------------------------------------
+
+_host: contextvars.ContextVar[WaitUntil | None] = contextvars.ContextVar("agent_unit_wait_until", default=None)
+_tasks: set[asyncio.Task[Any]] = set()
+
+
+@contextlib.contextmanager
+def use_wait_until(hook: WaitUntil) -> Iterator[None]:
+    """Send :func:`wait_until` work to ``hook`` (a host's own ``waitUntil``) within this block.
+
+    A host entry wraps each invocation in it; work started in the block (and in tasks made in
+    it, which inherit the context) goes to the host instead of this process's tracker.
+    """
+    token = _host.set(hook)
+    try:
+        yield
+    finally:
+        _host.reset(token)
+
+
+def wait_until(work: Awaitable[Any], *, name: str | None = None) -> None:
+    """Keep ``work`` running after the response; it is never dropped silently.
+
+    Call it from async code, or from a sync route's worker thread while the app's event loop
+    runs (the work is handed to that loop). ``name`` (default: the coroutine's name) is what the
+    logs say if the work raises or is cut at shutdown.
+    """
+    if not inspect.isawaitable(work):
+        raise TypeError(f"wait_until takes an awaitable (a coroutine, a task), not {type(work).__name__}")
+    label = name or _name(work)
+    hook = _host.get()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        if _in_worker_thread(lambda: _accept(work, label, hook)):
+            return
+        if inspect.iscoroutine(work):
+            work.close()  # no "coroutine was never awaited" warning on top of the error
+        raise RuntimeError(
+            f"wait_until({label}) needs a running event loop: call it from async code or a request"
+        ) from None
+    _accept(work, label, hook)
+
+
+def _accept(work: Awaitable[Any], label: str, hook: WaitUntil | None) -> None:
+    """On the event loop: hand ``work`` to the host's ``waitUntil``, or track it here."""
+    if hook is not None:
+        hook(_logged(work, label))
+    else:
+        _track(asyncio.get_running_loop(), work, label)
+
+
+def pending() -> list[str]:
+    """The names of the work this process tracks that has not finished yet (on this event loop)."""
+    return [task.get_name() for task in _current()]
+
+
+async def drain(seconds: float | None = 30.0) -> list[str]:
+    """Wait for the tracked work of this event loop, for at most ``seconds`` (None: no bound).
+
+    Work started while draining is waited for too. What is still running at the bound is
+    cancelled and logged by name; the names are returned. A graceful shutdown awaits this.
+    """
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while work := _current():
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            break
+        await asyncio.wait(work, timeout=left)
+    cut = _current()
+    for task in cut:
+        log.error("wait_until: %s was still running at shutdown after %ss: cut", task.get_name(), seconds)
+        task.cancel()
+    if cut:
+        await asyncio.gather(*cut, return_exceptions=True)
+    return [task.get_name() for task in cut]
+
+
+def _current() -> list[asyncio.Task[Any]]:
+    loop = asyncio.get_running_loop()
+    return [task for task in _tasks if not task.done() and task.get_loop() is loop]
+
+
+def _in_worker_thread(call: Callable[[], None]) -> bool:
+    """Run ``call`` on the event loop whose worker thread this is (a sync route runs in one)."""
+    try:
+        from anyio.from_thread import run_sync
+    except ImportError:
+        return False
+    try:
+        run_sync(call)
+    except RuntimeError:  # not a worker thread of a running loop
+        return False
+    return True
+
+
+def _track(loop: asyncio.AbstractEventLoop, work: Awaitable[Any], label: str) -> None:
+    task = asyncio.ensure_future(work, loop=loop)
+    task.set_name(label)
+    _tasks.add(task)
+    task.add_done_callback(_finished)
+
+
+def _finished(task: asyncio.Task[Any]) -> None:
+    _tasks.discard(task)
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.error("wait_until: %s failed", task.get_name(), exc_info=error)
+
+
+async def _logged(work: Awaitable[Any], label: str) -> Any:
+    """``work`` for a host's ``waitUntil``: a failure is logged with its name, as here."""
+    try:
+        return await work
+    except Exception:
+        log.exception("wait_until: %s failed", label)
+        return None
+
+
+def _name(work: Awaitable[Any]) -> str:
+    if isinstance(work, asyncio.Task):
+        return work.get_name()
+    return getattr(work, "__qualname__", None) or type(work).__name__

@@ -27,6 +27,7 @@ __all__ = [
     "StepResultError",
     "Unauthorized",
     "StoreUnavailable",
+    "TaskError",
     "UnsupportedMediaType",
 ]
 
@@ -145,3 +146,10 @@ class StoreUnavailable(AgentUnitError):
 
 class UnsupportedMediaType(AgentUnitError):
     code, status = "unsupported_media_type", 415
+
+
+class TaskError(AgentUnitError):
+    """A scheduled task cannot be used: a schedule that is not portable, a handler that cannot be
+    imported. The message names the task, and for an import the user's own line that failed."""
+
+    code, status = "task", 500

@@ -17,6 +17,7 @@ from .agent import Agent
 from .clock import ManualClock
 from .durations import Duration, parse_duration
 from .engine import RunEngine
+from .env import drain
 from .records import RunRecord, StoredEvent
 from .stores import Store
 from .stores.memory import MemoryStore
@@ -25,7 +26,8 @@ __all__ = ["AdapterCheckFailed", "EffectKit", "TestUnit", "assert_adapter", "cre
 
 
 class TestUnit:
-    """A :class:`RunEngine` whose calls return once the run parks or ends."""
+    """A :class:`RunEngine` whose calls return once the run parks or ends, and once the
+    ``wait_until`` work it started has finished (a test sees its effects)."""
 
     __test__ = False  # not a pytest test class
 
@@ -35,10 +37,14 @@ class TestUnit:
         self.store = engine.store
 
     async def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> RunRecord:
-        return await self.engine.start(agent, input, thread_id=thread_id, wait=True)
+        record = await self.engine.start(agent, input, thread_id=thread_id, wait=True)
+        await drain(None)
+        return record
 
     async def resume(self, run_id: str, answer: Any = None) -> RunRecord:
-        return await self.engine.resume(run_id, answer, wait=True)
+        record = await self.engine.resume(run_id, answer, wait=True)
+        await drain(None)
+        return record
 
     async def get(self, run_id: str) -> RunRecord:
         return await self.engine.get(run_id)
@@ -55,8 +61,10 @@ class TestUnit:
         """Move the clock and wake (or recover, or delete) whatever is due, waiting for it."""
         self.clock.advance(parse_duration(duration))
         await self.engine.sweep(wait=True)
+        await drain(None)
 
     async def close(self) -> None:
+        await drain(None)
         await self.engine.aclose()
 
     async def __aenter__(self) -> TestUnit:

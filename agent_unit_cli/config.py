@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_unit.durations import parse_duration
+from agent_unit.errors import TaskError
 from agent_unit.http.origins import Origins
+from agent_unit.tasks import check_schedule
 
 __all__ = ["Config", "ConfigError", "Task", "load_config", "store_url"]
 
@@ -24,10 +26,20 @@ class ConfigError(Exception):
 
 
 class Task(BaseModel):
+    """``[tasks.NAME]``: a portable schedule (five numeric fields, UTC) and a ``module:function``."""
+
     model_config = ConfigDict(extra="forbid")
 
     schedule: str
-    handler: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="module:function")
+    handler: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="module:function")
+
+    @field_validator("schedule")
+    @classmethod
+    def _portable(cls, value: str) -> str:
+        try:
+            return check_schedule(value)
+        except TaskError as exc:
+            raise ValueError(exc.message) from None
 
 
 class Config(BaseModel):
@@ -114,6 +126,10 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
         for error in exc.errors(include_url=False):
             key = ".".join(str(part) for part in error["loc"])
             message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            if error["loc"][0] == "tasks":  # the schedule's own message; the handler's expected form
+                message = message.removeprefix("Value error, ")
+                if error["type"] == "string_pattern_mismatch":
+                    message = f"{error['input']!r}: write 'module:function', e.g. 'app.tasks:send_digest'"
             problems.append(f"{key}: {message}")
         raise ConfigError(f"{where}: " + "; ".join(problems)) from None
 

@@ -27,6 +27,7 @@ from agent_unit import create_agent_unit
 from agent_unit.discovery import discover_agents
 from agent_unit.errors import AgentUnitError
 from agent_unit.http import AgentUnit
+from agent_unit.tasks import tasks_from_config
 
 from .config import ConfigError, load_config, store_url
 
@@ -54,6 +55,7 @@ def create_app(root: Path, *, public_url: str | None = None) -> AgentUnit:
             retention=config.retention,
             public_url=public_url,
             ui=True,  # the approvals inbox, always on in development
+            tasks=tasks_from_config(config.tasks, root=root.resolve()),  # the in-process scheduler runs them
         )
     except ValueError as exc:  # a store URL, driver or authorize hook that cannot be used
         raise ConfigError(str(exc)) from None

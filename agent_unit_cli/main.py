@@ -15,7 +15,7 @@ from rich.table import Table
 from agent_unit import __version__
 from agent_unit.discovery import discover_agents
 
-from . import runs
+from . import runs, tasks
 from .build import build, routes
 from .config import load_config, store_url
 from .presets import PRESETS, BuildOptions
@@ -196,6 +196,10 @@ def add(
         console.print(f"[green]added[/green] {escape(', '.join(added))} to {escape(str(path))}")
     else:
         console.print(f"{name} is already in {path}", markup=False)
+
+
+# scheduled tasks: agent_unit_cli/tasks.py
+app.command("task")(tasks.task)
 
 
 def main() -> None:

@@ -9,6 +9,11 @@
   ``buffered``: a start or resume runs the run in the invocation until it parks, ends or
   yields at its budget, then answers with the events so far; the client reads the rest from
   ``/runs/{id}/events`` with ``Last-Event-ID``.
+- An EventBridge schedule whose input is ``{"agent_unit": "task", "task": NAME, "scheduled_at":
+  "<aws.scheduler.scheduled-time>"}`` runs that task once per tick (:func:`run_host_tick`:
+  claimed in the store first, so a repeated delivery runs nothing).
+- Lambda freezes the process once the handler returns, so ``wait_until`` work started by the
+  invocation is finished before the response is returned (within the invocation's time left).
 - A run that yields continues in a fresh invocation: :func:`continue_at` POSTs
   ``/__agent-unit/continue`` at the function's own URL (configured, never taken from a
   request) with the secret, and returns once the request is on its way.
@@ -18,9 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+from ..env import drain
+from ..errors import TaskError
+from ..scheduler import run_host_tick
+from ..tasks import Task, last_tick, tasks_from_config
 from ._continue import continue_at as _continue_at
 
 __all__ = ["continue_at", "lambda_handler"]
@@ -28,6 +38,7 @@ __all__ = ["continue_at", "lambda_handler"]
 log = logging.getLogger("agent_unit.hosts.aws_lambda")
 
 SWEEP = {"agent_unit": "sweep"}
+TASK = "task"
 
 
 def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
@@ -45,9 +56,13 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
     return sweep_later
 
 
-def lambda_handler(create_app: Callable[[], Any]) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler for the app ``create_app()`` makes (once per container)."""
+def lambda_handler(
+    create_app: Callable[[], Any], tasks: Mapping[str, Any] | None = None
+) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler for the app ``create_app()`` makes (once per container), and for the
+    scheduled ``tasks`` (``{name: {"schedule", "handler"}}``) its EventBridge schedules name."""
     state: dict[str, Any] = {}
+    registry = tasks_from_config(tasks or {})
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if "app" not in state:
@@ -55,14 +70,42 @@ def lambda_handler(create_app: Callable[[], Any]) -> Callable[[dict[str, Any], A
 
             state["app"] = app = create_app()
             state["mangum"] = Mangum(app, lifespan="off")
+        if isinstance(event, dict) and event.get("agent_unit") == TASK:
+            done = _loop().run_until_complete(_task(registry, event, state["app"]))
+            _loop().run_until_complete(drain(_time_left(context)))
+            return done
         if isinstance(event, dict) and event.get("agent_unit") == SWEEP["agent_unit"]:
             loop = _loop()
             result = loop.run_until_complete(state["app"].engine.sweep(wait=True))
             return {"woken": result.woken, "recovered": result.recovered, "deleted": result.deleted}
         response: dict[str, Any] = state["mangum"](event, context)
+        _loop().run_until_complete(drain(_time_left(context)))  # the response waits for wait_until work
         return response
 
     return handler
+
+
+async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -> dict[str, Any]:
+    name = event.get("task")
+    task = registry.get(name) if isinstance(name, str) else None
+    if task is None:
+        raise TaskError(f"no task named {name!r} in this build: the tasks are {', '.join(sorted(registry)) or 'none'}")
+    given = event.get("scheduled_at")
+    now = datetime.now(UTC)
+    at = (
+        datetime.fromisoformat(given.replace("Z", "+00:00"))
+        if isinstance(given, str)
+        else last_tick(task.schedule, now)
+    )
+    engine = getattr(app, "engine", None)
+    store = engine.store if engine is not None else None
+    return await run_host_tick(task, at, store, owner=getattr(engine, "owner", "aws-lambda"))
+
+
+def _time_left(context: Any) -> float | None:
+    """Seconds this invocation has left, less a second to return the response; None if unknown."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return None if remaining is None else max(0.0, remaining() / 1000 - 1.0)
 
 
 def _loop() -> asyncio.AbstractEventLoop:

@@ -7,9 +7,17 @@ needs, and nothing at import time beyond the standard library:
 - An invocation ends only when the runs it started have parked, ended or yielded. Vercel
   may freeze an instance once its requests are answered, so a run left working after a
   ``202`` would stall; the response itself is not held back (the runtime streams).
+- ``wait_until`` work started by a request is part of its invocation: the app awaits it after
+  the response is sent, as the launcher's own ``waitUntil`` does (the launcher ends the
+  invocation when the app returns). The ``vercel`` package's ``wait_until`` is not used: outside
+  an invocation it closes a coroutine without running it.
 - A run that reaches its ``budget`` continues in a fresh invocation: a POST to the
   deployment's own ``/__agent-unit/continue`` with the secret. The URL comes from the
   configuration or Vercel's environment, never from a request's Host header.
+- A scheduled task is a cron entry of its own: Vercel calls ``/__agent-unit/tasks/{name}``
+  (under the base path) with ``Bearer $CRON_SECRET``, and the task's latest tick runs once
+  (:func:`~agent_unit.scheduler.run_host_tick`: claimed in the store first, so a repeated
+  call runs nothing).
 - Vercel's cron calls the sweep with ``GET`` and ``Authorization: Bearer $CRON_SECRET``:
   that request reaches the sweep route as a POST, and the cron secret is accepted there.
 """
@@ -21,9 +29,11 @@ import contextvars
 import hmac
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from .. import env
+from ..env import use_wait_until
 from ._continue import continue_at as _continue_at
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets"]
@@ -77,11 +87,23 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Awaitabl
 class VercelApp:
     """The ASGI app Vercel's runtime serves: the agent-unit app, held open until its runs settle."""
 
-    def __init__(self, app: Any, *, base_path: str = "/", secret: str | None, cron_secret: str | None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        base_path: str = "/",
+        secret: str | None,
+        cron_secret: str | None,
+        tasks: Mapping[str, Any] | None = None,
+    ) -> None:
         self.app = app
         self.engine = app.engine
         prefix = "/" + base_path.strip("/")
         self.sweep_path = ("" if prefix == "/" else prefix) + "/__agent-unit/sweep"
+        self.tasks_path = ("" if prefix == "/" else prefix) + "/__agent-unit/tasks/"
+        from ..tasks import tasks_from_config
+
+        self.tasks = tasks_from_config(tasks or {})
         self._secret = secret
         self._cron_secret = cron_secret
 
@@ -93,9 +115,14 @@ class VercelApp:
             scope = self._from_cron(scope)
         request = object()
         reset = _request.set(request)
+        later: list[asyncio.Future[Any]] = []
         try:
-            await self.app(scope, receive, send)
-            await self.settle(request)
+            with use_wait_until(lambda work: later.append(asyncio.ensure_future(work))):
+                serve = self._task if scope["path"].startswith(self.tasks_path) else self.app
+                await serve(scope, receive, send)
+                await self.settle(request)
+            while waiting := [task for task in later if not task.done()]:  # work may start more work
+                await asyncio.wait(waiting)
         finally:
             _request.reset(reset)
 
@@ -107,6 +134,30 @@ class VercelApp:
         """
         while running := [task for task in self._executing() if _started_in(task, request)]:
             await asyncio.wait(running)
+
+    async def _task(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A task's cron request: with one of the secrets, run the task's latest tick once."""
+        from starlette.responses import JSONResponse
+
+        from ..scheduler import run_host_tick
+        from ..tasks import last_tick
+
+        given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = given.partition(" ")
+        accepted = [secret for secret in (self._cron_secret, self._secret) if secret]
+        if scheme.lower() != "bearer" or not any(
+            hmac.compare_digest(token.strip().encode(), secret.encode()) for secret in accepted
+        ):
+            message = "send Authorization: Bearer $CRON_SECRET (or $AGENT_UNIT_SECRET)"
+            response = JSONResponse({"error": {"code": "unauthorized", "message": message}}, status_code=401)
+        elif (task := self.tasks.get(scope["path"].removeprefix(self.tasks_path))) is None:
+            message = f"no task named {scope['path'].removeprefix(self.tasks_path)!r} in this deployment"
+            response = JSONResponse({"error": {"code": "task_not_found", "message": message}}, status_code=404)
+        else:
+            at = last_tick(task.schedule, datetime.now(UTC))  # Vercel calls at the tick, or a little after
+            done = await run_host_tick(task, at, self.engine.store, owner=self.engine.owner)
+            response = JSONResponse(done)
+        await response(scope, receive, send)
 
     def _executing(self) -> list[asyncio.Task[None]]:
         """The engine's executions in this process (the engine has no public list of them yet)."""
@@ -141,9 +192,11 @@ def create_app(
     store: Any,
     url: str | None = None,
     base_path: str = "/",
+    tasks: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> VercelApp:
-    """The agent-unit app for a Vercel function: ``options`` go to ``create_agent_unit``.
+    """The agent-unit app for a Vercel function: ``options`` go to ``create_agent_unit``;
+    ``tasks`` (``{name: {"schedule", "handler"}}``) run when their cron entries call them.
 
     Internal routes need a secret (``$AGENT_UNIT_SECRET`` or ``$CRON_SECRET``); the engine does
     not sweep by itself (Vercel's cron does) and continues yielded runs at :func:`deployment_url`.
@@ -164,4 +217,4 @@ def create_app(
         on_continue=continue_at(own and own + ("" if prefix == "/" else prefix), secret),
         **options,
     )
-    return VercelApp(unit, base_path=base_path, secret=secret, cron_secret=cron_secret)
+    return VercelApp(unit, base_path=base_path, secret=secret, cron_secret=cron_secret, tasks=tasks)

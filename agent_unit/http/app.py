@@ -25,9 +25,11 @@ from .. import env
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
+from ..env import drain
 from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound, StoreUnavailable
 from ..ids import is_id
 from ..records import RunRecord
+from ..scheduler import Scheduler
 from .auth import Authorize, authorize, check_secret, load_authorize, production
 from .bodies import read_json, refuse_non_json
 from .inbox import page
@@ -43,11 +45,16 @@ _TRUE = {"1", "true", "yes", "on"}
 _HEALTH_TIMEOUT = 5.0  # seconds: a store that takes longer is not answering, as far as traffic goes
 _MAX_SEQ = 2**63 - 1  # a seq is a signed 64-bit integer in every store
 
+DRAIN_SECONDS = 8.0
+"""How long a shutdown waits for ``wait_until`` work: ``docker stop`` kills 10 s after SIGTERM."""
+
 
 class AgentUnit(Starlette):
-    """The ASGI app; ``engine`` is the :class:`RunEngine` behind it."""
+    """The ASGI app; ``engine`` is the :class:`RunEngine` behind it, ``scheduler`` the in-process
+    scheduler of its ``tasks`` (None without tasks)."""
 
     engine: RunEngine
+    scheduler: Scheduler | None
 
 
 def create_agent_unit(
@@ -68,6 +75,7 @@ def create_agent_unit(
     mcp: bool = True,
     ui: bool = False,
     buffered: bool = False,
+    tasks: Mapping[str, Any] | None = None,
     **engine_options: Any,
 ) -> AgentUnit:
     """The HTTP API for ``agents`` (default: discovered from ``./agents``) over ``store``.
@@ -83,6 +91,8 @@ def create_agent_unit(
     ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
     Python runtime): starts and resumes run the run in the request until it parks, ends or
     yields, and event streams return the events stored so far.
+    ``tasks`` (``{name: {"schedule", "handler"}}``, as ``[tasks.NAME]``) run on the in-process
+    scheduler from the lifespan's start, each tick claimed once across servers in the store.
     """
     public_url = public_url if public_url is not None else env.get("AGENT_UNIT_URL")
     origins = Origins(public_url, allowed_origins)  # a wrong entry fails here, not at a request
@@ -129,11 +139,18 @@ def create_agent_unit(
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
 
+    scheduler = Scheduler(tasks, engine.store, clock=engine.clock) if tasks else None
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await engine.check_store()  # an unreachable store or a wrong password: one clear error at start
         engine.start_background()
+        if scheduler is not None:
+            scheduler.start()
         yield
+        if scheduler is not None:
+            await scheduler.stop()  # its running handlers are wait_until work: drained next
+        await drain(DRAIN_SECONDS)  # a graceful shutdown (SIGTERM) lets wait_until work finish first
         await engine.aclose()
 
     app = AgentUnit(
@@ -142,6 +159,7 @@ def create_agent_unit(
         exception_handlers={AgentUnitError: _agent_unit_error, HTTPException: _http_error, Exception: _server_error},
     )
     app.engine = engine
+    app.scheduler = scheduler
     return app
 
 

@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..errors import AgentUnitError, LeaseLost, RunConflict, RunNotFound, StoreUnavailable
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import run_from_row, run_row
+from .protocol import TICK_MEMORY
 
 __all__ = ["DynamoDBStore", "ItemTooLarge"]
 
@@ -582,3 +583,27 @@ class DynamoDBStore:
 
     async def close(self) -> None:
         self._client.close()
+
+    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        """A conditional put (``attribute_not_exists``) of ``tick#{task}``/``t#{scheduled_at}``.
+
+        The item carries ``expires`` (epoch seconds), for a table whose TTL is on that attribute.
+        """
+        from botocore.exceptions import ClientError
+
+        item = {
+            "pk": _s(f"tick#{task}"),
+            "sk": _s(f"t#{scheduled_at!r}"),
+            "owner": _s(owner),
+            "expires": _n(int(scheduled_at + TICK_MEMORY)),
+        }
+        try:
+            condition = "attribute_not_exists(pk)"
+            await self._call("put_item", TableName=self.table, Item=item, ConditionExpression=condition)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from .protocol import TICK_MEMORY
 
 __all__ = ["MemoryStore"]
 
@@ -30,6 +31,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}
         self._state: dict[tuple[str, str], str] = {}
+        self._ticks: dict[str, dict[float, str]] = {}
 
     def _write(self, run: _Run, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
         taken = [entry.key for entry in journal if entry.key in run.journal]
@@ -145,3 +147,14 @@ class MemoryStore:
 
     async def close(self) -> None:
         pass
+
+    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        ticks = self._ticks.setdefault(task, {})
+        if scheduled_at in ticks:
+            return False
+        for old in [at for at in ticks if at < scheduled_at - TICK_MEMORY]:
+            del ticks[old]
+        ticks[scheduled_at] = owner
+        return True

@@ -28,6 +28,7 @@ from ._codec import RUN_COLUMNS, journal_from_row, list_filter, run_from_row, ru
 from ._listen import Listener
 from ._pg_pool import Connections
 from ._url import StoreUnavailable, safe_url
+from .protocol import TICK_MEMORY
 
 __all__ = ["PostgresStore"]
 
@@ -73,6 +74,15 @@ MIGRATIONS: tuple[str, ...] = (
       key text NOT NULL,
       value text NOT NULL,
       PRIMARY KEY (scope, key)
+    );
+    """,
+    # scheduled tasks: one claim per (task, tick)
+    """
+    CREATE TABLE agent_unit_ticks (
+      task text NOT NULL,
+      scheduled_at double precision NOT NULL,
+      owner text NOT NULL,
+      PRIMARY KEY (task, scheduled_at)
     );
     """,
 )
@@ -362,6 +372,18 @@ class PostgresStore:
     async def close(self) -> None:
         await self._listener.close()
         await self._pool.close()
+
+    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        """``INSERT … ON CONFLICT DO NOTHING``, forgetting the task's old claims in the same statement."""
+        rows = await self._fetch(
+            "WITH old AS (DELETE FROM agent_unit_ticks WHERE task = %(task)s AND scheduled_at < %(before)s) "
+            "INSERT INTO agent_unit_ticks (task, scheduled_at, owner) VALUES (%(task)s, %(at)s, %(owner)s) "
+            "ON CONFLICT DO NOTHING RETURNING 1",
+            {"task": task, "at": scheduled_at, "owner": owner, "before": scheduled_at - TICK_MEMORY},
+        )
+        return bool(rows)
 
 
 async def _migrate(conn: Any) -> None:

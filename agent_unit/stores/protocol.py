@@ -7,6 +7,8 @@
 - Event seqs are minted inside the write that stores them: strictly increasing per run,
   never repeated, never reused after a restart.
 - Journal entries are unique per ``(run, key)``: a second write of a key is a conflict.
+- ``claim_tick`` is an insert-if-absent on ``(task, scheduled_at)``: one caller wins each tick
+  of a scheduled task, however many servers share the store.
 - ``load_journal`` is one round trip; ``due_runs`` reads an index on ``due_at``, so the
   sweep's cost follows the runs that are due, not all runs.
 
@@ -21,7 +23,10 @@ from typing import Protocol, runtime_checkable
 
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 
-__all__ = ["Store"]
+__all__ = ["TICK_MEMORY", "Store"]
+
+TICK_MEMORY = 2 * 86400.0
+"""How long a store remembers a claimed tick (seconds after it): a scheduler never claims one older."""
 
 
 @runtime_checkable
@@ -102,3 +107,14 @@ class Store(Protocol):
     async def delete_state(self, scope: str, key: str) -> None: ...
 
     async def close(self) -> None: ...
+
+    # -- scheduled tasks -------------------------------------------------------------------
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        """Claim one tick of a scheduled task: True for exactly one caller per ``(task,
+        scheduled_at)`` across every process over the store, False for all the others.
+
+        An atomic insert-if-absent (never a read then a write). A claim is remembered for
+        :data:`TICK_MEMORY` after its tick; older claims may be forgotten.
+        """
+        ...

@@ -26,6 +26,7 @@ from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import run_from_row, run_row
 from ._listen import Listener
 from ._url import StoreUnavailable, safe_url
+from .protocol import TICK_MEMORY
 
 __all__ = ["RedisStore"]
 
@@ -395,6 +396,15 @@ class RedisStore:
     async def close(self) -> None:
         await self._listener.close()
         await self._redis.aclose()
+
+    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        """``SET NX``: one key per tick, which Redis expires once it need not be remembered."""
+        key = f"{self._prefix}tick:{task}:{scheduled_at!r}"
+        with self._reachable():
+            won = await self._redis.set(key, owner, nx=True, ex=int(TICK_MEMORY))
+        return bool(won)
 
 
 def _record(run_id: str, row: Sequence[str | None]) -> RunRecord | None:

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import RUN_COLUMNS, journal_from_row, journal_row, list_filter, run_from_row, run_row
+from .protocol import TICK_MEMORY
 
 __all__ = ["SQLiteStore"]
 
@@ -264,3 +265,19 @@ class SQLiteStore:
 
     async def close(self) -> None:
         self._db.close()
+
+    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+    # The table is made on the first claim (IF NOT EXISTS, under the write lock), so a file
+    # that never runs a task has none, and no schema version is spent on it.
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        with self._write() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS ticks (task TEXT NOT NULL, scheduled_at REAL NOT NULL, "
+                "owner TEXT NOT NULL, PRIMARY KEY (task, scheduled_at)) WITHOUT ROWID"
+            )
+            won = db.execute(
+                "INSERT OR IGNORE INTO ticks (task, scheduled_at, owner) VALUES (?, ?, ?)", (task, scheduled_at, owner)
+            ).rowcount
+            db.execute("DELETE FROM ticks WHERE task = ? AND scheduled_at < ?", (task, scheduled_at - TICK_MEMORY))
+        return won == 1

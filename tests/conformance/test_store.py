@@ -261,3 +261,23 @@ def test_safe_url_hides_passwords() -> None:
     assert safe_url("postgresql://app@db/runs?sslmode=require&password=s3cret") == (
         "postgresql://***@db/runs?sslmode=require&password=***"
     )
+
+
+# -- scheduled tasks ------------------------------------------------------------------------------
+
+
+async def test_a_tick_is_claimed_once_across_handles(store_factory: StoreFactory) -> None:
+    handles = [store_factory(), store_factory(), store_factory()]
+    tick = 1_767_225_600.0  # 2026-01-01 00:00 UTC
+    for handle in handles:  # each handle connected first: a DynamoDB table is made once
+        check = getattr(handle, "check", None)
+        if check is not None:
+            await check()
+    won = await asyncio.gather(*(handle.claim_tick("digest", tick, f"server-{i}") for i, handle in enumerate(handles)))
+    assert sorted(won) == [False, False, True]
+    assert not await handles[0].claim_tick("digest", tick, "late")
+    # the next tick, and the same tick of another task, are claims of their own
+    assert await handles[1].claim_tick("digest", tick + 60, "server-1")
+    assert await handles[2].claim_tick("cleanup", tick, "server-2")
+    for handle in {id(h): h for h in handles}.values():
+        await handle.close()
