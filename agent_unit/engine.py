@@ -319,6 +319,11 @@ class RunEngine:
                     continue
             except (RunConflict, RunNotFound):
                 continue  # another process got there first
+            except StoreUnavailable:
+                raise
+            except Exception:  # one run the store refuses must not keep the sweep from every other
+                log.exception("sweeping run %s failed; the next sweep tries again", record.id)
+                continue
             touched.append(record.id)
         if not self.clock.manual and self.schedule_wake is None:
             for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
@@ -662,10 +667,14 @@ class RunEngine:
             log.exception("continuing run %s failed; the sweep will pick it up", run_id)
 
     async def _schedule(self, run_id: str, wake_at: float) -> None:
-        if self.schedule_wake is not None:
-            await _maybe_await(self.schedule_wake(run_id, to_datetime(wake_at)))  # type: ignore[arg-type]
-        else:
+        """Arrange the wake-up of a run saved as sleeping; a hook that fails leaves it to the sweep."""
+        if self.schedule_wake is None:
             self._arm(run_id, wake_at)
+            return
+        try:
+            await _maybe_await(self.schedule_wake(run_id, to_datetime(wake_at)))  # type: ignore[arg-type]
+        except Exception:
+            log.exception("schedule_wake failed for run %s; the sweep wakes it when it is due", run_id)
 
     # -- timers --------------------------------------------------------------------------
 

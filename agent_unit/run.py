@@ -40,6 +40,7 @@ from .errors import (
     NonDeterminismError,
     RunConflict,
     StepResultError,
+    StoreUnavailable,
     UnstorableValue,
 )
 from .events import custom, dumps, step_finished, step_retry, step_started
@@ -350,7 +351,7 @@ class RunState:
         raise ValueError(f"unknown state scope {scope!r}: use 'thread', 'agent' or 'app'")
 
     async def get(self, key: str, default: Any = None, *, scope: Scope = "thread") -> Any:
-        text = await self._run._execution.store.get_state(self._scope(scope, key), key)
+        text = await self._reach(self._run._execution.store.get_state(self._scope(scope, key), key))
         return default if text is None else json.loads(text)
 
     async def set(self, key: str, value: Any, *, scope: Scope = "thread") -> None:
@@ -360,10 +361,19 @@ class RunState:
             text, _ = jsontext.encode(value)
         except ValueError as exc:
             raise UnstorableValue(f"the value of state {key!r} cannot be stored as JSON: {exc}") from None
-        await self._run._execution.store.set_state(where, key, text)
+        await self._reach(self._run._execution.store.set_state(where, key, text))
 
     async def delete(self, key: str, *, scope: Scope = "thread") -> None:
-        await self._run._execution.store.delete_state(self._scope(scope, key), key)
+        await self._reach(self._run._execution.store.delete_state(self._scope(scope, key), key))
+
+    async def _reach(self, call: Awaitable[T]) -> T:
+        """A state call. A store out of reach stops this execution, as a failed commit does: the
+        run is recovered from its journal once its lease lapses, not failed for an outage."""
+        try:
+            return await call
+        except StoreUnavailable:
+            self._run.signal.set()
+            raise Cancelled() from None
 
 
 class Secrets:

@@ -6,7 +6,7 @@ outage, and every sweep ran the step again) or was accepted and failed the run l
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,9 @@ from agent_unit import (
     UnstorableValue,
     define_agent,
 )
-from agent_unit.errors import InvalidArgument
+from agent_unit.errors import InvalidArgument, StoreUnavailable
+from agent_unit.records import RunRecord
+from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import TestUnit, create_test_unit
 
@@ -342,3 +344,73 @@ async def test_a_run_id_that_cannot_be_stored_is_not_found(unit_factory: Any) ->
         with pytest.raises(RunNotFound):
             await call("run_\ud800")
     await unit.close()
+
+
+class StateOutage(MemoryStore):
+    """The first state write finds the store out of reach."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outages = 1
+
+    async def set_state(self, scope: str, key: str, value: str) -> None:
+        if self.outages:
+            self.outages -= 1
+            raise StoreUnavailable("the store at memory:// cannot be reached")
+        await super().set_state(scope, key, value)
+
+
+async def test_a_state_write_during_an_outage_is_recovered_not_failed() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.state.set("seen", True)
+        return "done"
+
+    unit = create_test_unit({"a": agent}, StateOutage())
+    record = await unit.run("a")
+    assert record.status == RunStatus.running  # stopped, saving nothing: its lease lapses
+    await unit.advance("1m")  # the sweep recovers it
+    record = await unit.get(record.id)
+    assert record.status == RunStatus.completed and record.attempt == 2
+
+
+class RefusesOneRun(MemoryStore):
+    """Refuses every save of one run with an error that is not an outage."""
+
+    refused: str | None = None
+
+    async def save_run(self, record: RunRecord, **kwargs: Any) -> int:
+        if record.id == self.refused:
+            raise ValueError("refused")
+        return await super().save_run(record, **kwargs)
+
+
+async def test_a_run_the_sweep_cannot_claim_does_not_keep_it_from_the_others() -> None:
+    @define_agent
+    async def agent(input: str, run: Run) -> str:
+        await run.sleep(input)
+        return "woke"
+
+    store = RefusesOneRun()
+    unit = create_test_unit({"a": agent}, store)
+    first, second = await unit.run("a", "1h"), await unit.run("a", "90m")
+    store.refused = first.id  # due first: the sweep reads it first
+    await unit.advance("2h")
+    assert (await unit.get(first.id)).status == RunStatus.sleeping
+    assert (await unit.get(second.id)).status == RunStatus.completed
+
+
+async def test_a_schedule_wake_hook_that_raises_leaves_the_run_sleeping() -> None:
+    def schedule_wake(run_id: str, at: datetime) -> None:
+        raise ValueError("the scheduler refused")
+
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.sleep("1h")
+        return "woke"
+
+    unit = create_test_unit({"a": agent}, schedule_wake=schedule_wake)
+    record = await unit.run("a")
+    assert record.status == RunStatus.sleeping  # the sweep wakes it when it is due
+    await unit.advance("2h")
+    assert (await unit.get(record.id)).status == RunStatus.completed
