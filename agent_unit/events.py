@@ -94,11 +94,13 @@ def step_started(name: str) -> dict[str, Any]:
 
 
 def step_finished(name: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Closes a step; one that raised carries ``metadata: {"status": "failed", "error": {type, message}}``
-    (AG-UI's open ``metadata``), so STEP_STARTED and STEP_FINISHED stay paired for AG-UI clients."""
+    """Closes a step. One that raised carries ``metadata: {"agent-unit": {"status": "failed", "error":
+    {type, message}}}`` (AG-UI's open ``metadata``, under our key as the AG-UI route's own events
+    have it), so STEP_STARTED and STEP_FINISHED stay paired for AG-UI clients."""
     if error is None:
         return {"type": "STEP_FINISHED", "stepName": name}
-    return {"type": "STEP_FINISHED", "stepName": name, "metadata": {"status": "failed", "error": error}}
+    failed = {"status": "failed", "error": error}
+    return {"type": "STEP_FINISHED", "stepName": name, "metadata": {"agent-unit": failed}}
 
 
 def step_retry(name: str, attempt: int, error: dict[str, Any], delay: float) -> dict[str, Any]:

@@ -96,6 +96,7 @@ async def test_a_failed_step_is_reported_failed_in_the_event_stream() -> None:
     ]
     succeeded, failed = steps[1], steps[3]
     assert "metadata" not in succeeded
-    assert failed["metadata"] == {"status": "failed", "error": {"type": "PaymentDeclined", "message": "card declined"}}
+    error = {"type": "PaymentDeclined", "message": "card declined"}
+    assert failed["metadata"] == {"agent-unit": {"status": "failed", "error": error}}
     event = StepFinishedEvent.model_validate({k: v for k, v in failed.items() if k != "seq"})  # still AG-UI
     assert event.metadata == failed["metadata"]
