@@ -56,6 +56,9 @@ __all__ = ["RunEngine", "SweepResult"]
 
 log = logging.getLogger("agent_unit")
 
+# A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
+_REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
+
 ScheduleWake = Callable[[str, datetime], Awaitable[None] | None]
 OnContinue = Callable[[str], Awaitable[None] | None]
 
@@ -483,7 +486,7 @@ class RunEngine:
                     await self._end(execution, RunStatus.completed, output=output)
             except (StoreUnavailable, LeaseLost):
                 log.warning("saving run %s failed: the store is out of reach; the sweep recovers the run", record.id)
-            except (AgentUnitError, *VALUE_ERRORS) as exc:
+            except _REFUSED as exc:
                 # The outcome cannot be stored (a value, not the store): the run fails with that, once.
                 # Recovering it would only run it to the same outcome again, and again.
                 log.exception("the outcome of run %s cannot be stored; the run fails", record.id)

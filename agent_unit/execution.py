@@ -23,6 +23,9 @@ __all__ = ["Execution"]
 
 log = logging.getLogger("agent_unit.execution")
 
+# A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
+_REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
+
 
 class Execution:
     def __init__(
@@ -162,7 +165,7 @@ class Execution:
                 except (LeaseLost, StoreUnavailable):  # as in commit: the run is recovered from its journal
                     self.signal.set()
                     return
-                except (AgentUnitError, *VALUE_ERRORS):  # these events cannot be stored: drop them, go on
+                except _REFUSED:  # these events cannot be stored: drop them, go on
                     log.exception("events of run %s cannot be stored; they are dropped", self.record.id)
                     return
                 except Exception:
