@@ -13,8 +13,10 @@ from .errors import (
     RunConflict,
     RunNotFound,
     StepResultError,
+    UnstorableValue,
 )
 from .records import RunRecord, RunStatus
+from .retry import RetryPolicy
 from .run import Cancelled, Interrupted, Park, Run, Sleeping, StepContext, Yielded, use_run
 
 __version__ = "0.1.0"
@@ -39,6 +41,7 @@ __all__ = [
     "InvalidInput",
     "NotInterrupted",
     "Park",
+    "RetryPolicy",
     "Run",
     "RunConflict",
     "RunEngine",
@@ -48,6 +51,7 @@ __all__ = [
     "Sleeping",
     "StepContext",
     "StepResultError",
+    "UnstorableValue",
     "Yielded",
     "__version__",
     "create_agent_unit",

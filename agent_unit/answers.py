@@ -4,6 +4,9 @@ The interrupt stores the answer's JSON Schema (for forms) and, where the answer 
 module-level class, its ``module:QualName``. A resume validates the answer with that class,
 validators included, when the resuming process has it loaded; otherwise with the schema.
 Either way a wrong answer is refused with 422 while the run stays parked.
+
+What is checked is the answer's JSON text, read back the way the replay will read it: an
+answer the resume accepts can never fail the run later.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from . import jsontext
 from .errors import InvalidAnswer
-from .events import dumps
 from .records import RunRecord
 
 __all__ = ["check_answer", "resolve_type_ref", "type_ref"]
@@ -57,22 +60,27 @@ def _validator(schema: str) -> Any:
     return jsonschema.Draft202012Validator(json.loads(schema))
 
 
-def check_answer(record: RunRecord, answer: Any) -> None:
-    """Refuse an answer that does not fit the interrupt; the run stays parked.
+def check_answer(record: RunRecord, answer: Any, *, limit: int | None = None) -> str:
+    """The answer's JSON text, to journal; ``InvalidAnswer`` if it does not fit the interrupt.
 
-    The answer's class is imported where it can be (so pydantic validators run too);
-    otherwise its JSON Schema, stored on the interrupt, is checked.
+    The answer must be storable JSON (``limit`` bytes at most) and fit the interrupt, checked on
+    that text as the replay reads it: with the answer's class where this process has it loaded
+    (so pydantic validators run too), otherwise with the JSON Schema stored on the interrupt.
     """
     interrupt = record.interrupt
     assert interrupt is not None
     try:
-        dumps(answer)
-    except (TypeError, ValueError):
-        raise InvalidAnswer(f"the answer to {interrupt.name!r} is not JSON") from None
+        text, size = jsontext.encode(answer)
+    except ValueError as exc:
+        raise InvalidAnswer(f"the answer to {interrupt.name!r} cannot be stored as JSON: {exc}") from None
+    if limit is not None and size > limit:
+        raise InvalidAnswer(
+            f"the answer to {interrupt.name!r} is {size:,} bytes of JSON, over max_step_bytes ({limit:,})"
+        )
     answer_type = resolve_type_ref(interrupt.answer_type, interrupt.answer_schema) if interrupt.answer_type else None
     if answer_type is not None:
         try:
-            TypeAdapter(answer_type).validate_python(answer)
+            TypeAdapter(answer_type).validate_json(text)
         except ValidationError as exc:
             errors = exc.errors(include_url=False, include_context=False)
             details = [{"loc": list(error["loc"]), "msg": error["msg"]} for error in errors]
@@ -80,14 +88,15 @@ def check_answer(record: RunRecord, answer: Any) -> None:
             raise InvalidAnswer(
                 f"the answer does not fit interrupt {interrupt.name!r}: {where}: {errors[0]['msg']}", details=details
             ) from None
-        return
+        return text
     if not interrupt.answer_schema:
-        return
+        return text
     validator = _validator(json.dumps(interrupt.answer_schema, sort_keys=True))
-    found = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
+    found = sorted(validator.iter_errors(json.loads(text)), key=lambda error: list(error.absolute_path))
     if found:
         details = [{"loc": list(error.absolute_path), "msg": error.message} for error in found]
         where = ".".join(str(part) for part in found[0].absolute_path) or "answer"
         raise InvalidAnswer(
             f"the answer does not fit interrupt {interrupt.name!r}: {where}: {found[0].message}", details=details
         )
+    return text

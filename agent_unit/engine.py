@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 import os
 import socket
@@ -26,11 +27,24 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import events as ev
+from . import jsontext
 from .agent import Agent
 from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
 from .durations import Duration, parse_duration
-from .errors import AgentNotFound, InvalidArgument, NotInterrupted, RunConflict, RunNotFound
+from .errors import (
+    VALUE_ERRORS,
+    AgentNotFound,
+    AgentUnitError,
+    InvalidArgument,
+    InvalidInput,
+    LeaseLost,
+    NotInterrupted,
+    RunConflict,
+    RunNotFound,
+    StoreUnavailable,
+    UnstorableValue,
+)
 from .execution import Execution
 from .ids import new_id
 from .records import (
@@ -52,8 +66,13 @@ __all__ = ["RunEngine", "SweepResult"]
 
 log = logging.getLogger("agent_unit")
 
+# A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
+_REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
+
 ScheduleWake = Callable[[str, datetime], Awaitable[None] | None]
 OnContinue = Callable[[str], Awaitable[None] | None]
+
+MAX_THREAD_ID = 256
 
 
 @dataclass
@@ -152,9 +171,9 @@ class RunEngine:
     # -- reading -------------------------------------------------------------------------
 
     async def get(self, run_id: str) -> RunRecord:
-        record = await self.store.load_run(run_id)
+        record = await self.store.load_run(run_id) if jsontext.storable_name(run_id) else None
         if record is None:
-            raise RunNotFound(f"run {run_id!r} does not exist")
+            raise RunNotFound(f"run {jsontext.scrub(repr(run_id))} does not exist")
         return record
 
     async def list(
@@ -171,11 +190,16 @@ class RunEngine:
                 status = RunStatus(status)
             except ValueError:
                 raise InvalidArgument(
-                    f"unknown status {status!r}: use one of {', '.join(s.value for s in RunStatus)}"
+                    f"unknown status {jsontext.scrub(repr(status))}: use one of {', '.join(s.value for s in RunStatus)}"
                 ) from None
+        _check_thread_id(thread_id)
+        if agent is not None and not jsontext.storable_name(agent):
+            raise InvalidArgument(f"no agent can be named {jsontext.scrub(repr(agent))}")
         return await self.store.list_runs(status=status, agent=agent, thread_id=thread_id, limit=limit, cursor=cursor)
 
     async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        if not jsontext.storable_name(run_id):
+            raise RunNotFound(f"run {jsontext.scrub(repr(run_id))} does not exist")
         return await self.store.read_events(run_id, after=after, limit=limit)
 
     async def wait(self, run_id: str) -> RunRecord:
@@ -195,8 +219,9 @@ class RunEngine:
         definition = self.agents.get(agent)
         if definition is None:
             known = ", ".join(sorted(self.agents)) or "none"
-            raise AgentNotFound(f"no agent named {agent!r} (agents: {known})")
-        value = definition.validate_input(input)
+            raise AgentNotFound(f"no agent named {jsontext.scrub(repr(agent))} (agents: {known})")
+        _check_thread_id(thread_id)
+        stored = _stored_input(definition, agent, input)
         now = self.clock.time()
         moment = to_datetime(now)
         record = RunRecord(
@@ -204,7 +229,7 @@ class RunEngine:
             agent=agent,
             thread_id=thread_id or new_id("thread"),
             status=RunStatus.running,
-            input=definition.dump_input(value),
+            input=stored,
             created_at=moment,  # type: ignore[arg-type]
             updated_at=moment,  # type: ignore[arg-type]
             version=1,
@@ -232,8 +257,7 @@ class RunEngine:
         if record.status != RunStatus.interrupted or record.interrupt is None:
             raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
         _check_interrupt(record, interrupt_key)
-        check_answer(record, answer)
-        entry = JournalEntry(record.interrupt.key, ev.dumps(answer))
+        entry = JournalEntry(record.interrupt.key, check_answer(record, answer, limit=self.max_step_bytes))
         await self._claim(
             record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id, record.attempt),)
         )
@@ -326,6 +350,11 @@ class RunEngine:
                     continue
             except (RunConflict, RunNotFound):
                 continue  # another process got there first
+            except StoreUnavailable:
+                raise
+            except Exception:  # one run the store refuses must not keep the sweep from every other
+                log.exception("sweeping run %s failed; the next sweep tries again", record.id)
+                continue
             touched.append(record.id)
         if not self.clock.manual and self.schedule_wake is None:
             for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
@@ -476,6 +505,7 @@ class RunEngine:
                     raise TypeError(
                         f"agent {record.agent!r} returned a value that does not fit its return type: {exc}"
                     ) from None
+                output = self._stored_output(record.agent, output)
             except Park as park:
                 await execution.settle(self.lease_ttl)  # journal steps still running beside the park first
                 outcome = park
@@ -495,9 +525,20 @@ class RunEngine:
                     await self._park(execution, outcome)
                 elif outcome is not None:
                     log.error("run %s of agent %r failed", record.id, record.agent, exc_info=outcome)
-                    await self._end(execution, RunStatus.failed, error=outcome)
+                    await self._end(execution, RunStatus.failed, error=outcome, step=run.failed_step(outcome))
                 else:
                     await self._end(execution, RunStatus.completed, output=output)
+            except (StoreUnavailable, LeaseLost):
+                log.warning("saving run %s failed: the store is out of reach; the sweep recovers the run", record.id)
+            except _REFUSED as exc:
+                # The outcome cannot be stored (a value, not the store): the run fails with that, once.
+                # Recovering it would only run it to the same outcome again, and again.
+                log.exception("the outcome of run %s cannot be stored; the run fails", record.id)
+                error = UnstorableValue(f"the outcome of run {record.id} cannot be stored: {exc}")
+                try:
+                    await self._end(execution, RunStatus.failed, error=error)
+                except Exception:
+                    log.exception("saving run %s failed; the sweep will recover it once its lease lapses", record.id)
             except Exception:
                 log.exception("saving run %s failed; the sweep will recover it once its lease lapses", record.id)
         except asyncio.CancelledError:
@@ -579,18 +620,42 @@ class RunEngine:
         record.due_at = None if self.retention is None else now + self.retention
 
     async def _end(
-        self, execution: Execution, status: RunStatus, *, output: Any = None, error: BaseException | None = None
+        self,
+        execution: Execution,
+        status: RunStatus,
+        *,
+        output: Any = None,
+        error: BaseException | None = None,
+        step: str | None = None,
     ) -> None:
+        """End the run: ``output`` is storable already (:meth:`_stored_output`); ``step`` names the
+        step ``error`` came from. The error's text is scrubbed, so a failure can always be saved."""
         record = execution.record
         self._finish(record, status)
         if error is None:
             record.output = output
             event = ev.run_finished(record.id, record.thread_id, output, agui_usage(record.usage))
         else:
-            code = getattr(error, "code", None) or type(error).__name__
-            record.error = RunError(type=type(error).__name__, message=str(error), step=getattr(error, "step", None))
-            event = ev.run_error(str(error), code)
+            code = getattr(error, "code", None)
+            code = code if isinstance(code, str) else type(error).__name__
+            message = jsontext.scrub(str(error))
+            record.output = None
+            record.error = RunError(type=type(error).__name__, message=message, step=step and jsontext.scrub(step))
+            event = ev.run_error(message, jsontext.scrub(code))
         await self._save(execution, event=event)
+
+    def _stored_output(self, agent: str, output: Any) -> Any:
+        """The run's output as the store keeps it; ``UnstorableValue`` (the run fails) if it cannot be."""
+        try:
+            _, size = jsontext.encode(output)
+        except ValueError as exc:
+            raise UnstorableValue(f"the output of agent {agent!r} cannot be stored as JSON: {exc}") from None
+        if size > self.max_step_bytes:
+            raise UnstorableValue(
+                f"the output of agent {agent!r} is {size:,} bytes of JSON, over max_step_bytes "
+                f"({self.max_step_bytes:,}): store large data elsewhere (a file, a bucket, a table) and return its key"
+            )
+        return output
 
     async def _park(self, execution: Execution, park: Park) -> None:
         record = execution.record
@@ -649,10 +714,14 @@ class RunEngine:
             log.exception("continuing run %s failed; the sweep will pick it up", run_id)
 
     async def _schedule(self, run_id: str, wake_at: float) -> None:
-        if self.schedule_wake is not None:
-            await _maybe_await(self.schedule_wake(run_id, to_datetime(wake_at)))  # type: ignore[arg-type]
-        else:
+        """Arrange the wake-up of a run saved as sleeping; a hook that fails leaves it to the sweep."""
+        if self.schedule_wake is None:
             self._arm(run_id, wake_at)
+            return
+        try:
+            await _maybe_await(self.schedule_wake(run_id, to_datetime(wake_at)))  # type: ignore[arg-type]
+        except Exception:
+            log.exception("schedule_wake failed for run %s; the sweep wakes it when it is due", run_id)
 
     # -- timers --------------------------------------------------------------------------
 
@@ -702,6 +771,32 @@ def _park_in(group: BaseExceptionGroup) -> Park | None:
         if found is not None:
             return found
     return None
+
+
+def _check_thread_id(thread_id: Any) -> None:
+    """A thread id is a key in every store and a field of every record: short, printable text."""
+    if thread_id is None or thread_id == "":
+        return
+    if not isinstance(thread_id, str) or len(thread_id) > MAX_THREAD_ID or not thread_id.isprintable():
+        shown = jsontext.scrub(repr(thread_id))
+        raise InvalidArgument(
+            f"thread_id {shown[:80]}{'...' if len(shown) > 80 else ''} is not a thread id: "
+            f"use at most {MAX_THREAD_ID} printable characters (no control characters or lone surrogates)"
+        )
+
+
+def _stored_input(definition: Agent, agent: str, raw: Any) -> Any:
+    """The input as the store keeps it and every execution reads it back; ``InvalidInput`` (no run
+    is created) if it cannot be stored, or does not fit the agent once read back."""
+    value = definition.validate_input(raw)
+    try:
+        jsontext.encode(raw)  # as given: NaN, lone surrogates, depth, huge ints (dumping may hide some)
+        text, _ = jsontext.encode(definition.dump_input(value))
+    except ValueError as exc:
+        raise InvalidInput(f"the input for agent {agent!r} cannot be stored as JSON: {exc}") from None
+    stored = json.loads(text)
+    definition.validate_input(stored)  # what each execution validates: the input read back
+    return stored
 
 
 def _check_interrupt(record: RunRecord, key: str | None) -> None:

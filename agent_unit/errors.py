@@ -28,8 +28,14 @@ __all__ = [
     "Unauthorized",
     "StoreUnavailable",
     "TaskError",
+    "UnstorableValue",
     "UnsupportedMediaType",
+    "VALUE_ERRORS",
 ]
+
+VALUE_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, RecursionError, OverflowError)
+"""What a value raises when it cannot be written (not UTF-8, not JSON, too deep): the error of
+whoever made the value, never an outage of the store, so never a reason to run work again."""
 
 
 class AgentUnitError(Exception):
@@ -92,10 +98,17 @@ class LeaseLost(RunConflict):
     code = "lease_lost"
 
 
-class StepResultError(AgentUnitError):
+class UnstorableValue(AgentUnitError):
+    """A value the agent made cannot be stored: not JSON, not UTF-8, nested too deeply, or larger than
+    ``max_step_bytes`` (an event from ``run.emit``, a state value, the run's output)."""
+
+    code, status = "unstorable_value", 500
+
+
+class StepResultError(UnstorableValue):
     """A step's result cannot be journaled: not JSON-serialisable, or larger than ``max_step_bytes``."""
 
-    code, status = "step_result", 500
+    code = "step_result"
 
 
 class NonDeterminismError(AgentUnitError):

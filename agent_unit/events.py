@@ -16,6 +16,8 @@ import json
 import time
 from typing import Any
 
+from .jsontext import scrub
+
 __all__ = ["EventBuffer", "dumps"]
 
 _MERGEABLE = {
@@ -25,11 +27,23 @@ _MERGEABLE = {
 }
 
 
-_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one encoder: json.dumps builds one per call
+# One encoder each: json.dumps builds one per call.
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_loose = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def dumps(value: Any) -> str:
-    return _encoder.encode(value)
+    """An event as JSON text every store keeps and every client reads.
+
+    The values agent code hands over (results, payloads, emitted values) are checked before
+    they become events; what else arrives (a framework's streamed text) is made storable here, as
+    a UTF-8 decoder would: a lone surrogate becomes U+FFFD, and NaN or Infinity ``null``.
+    """
+    try:
+        text = _encoder.encode(value)
+    except ValueError:  # NaN or Infinity, which JSON has not
+        text = _encoder.encode(json.loads(_loose.encode(value), parse_constant=lambda constant: None))
+    return text if text.isascii() else scrub(text)
 
 
 def now_ms() -> int:
@@ -87,8 +101,20 @@ def step_started(name: str) -> dict[str, Any]:
     return {"type": "STEP_STARTED", "stepName": name}
 
 
-def step_finished(name: str) -> dict[str, Any]:
-    return {"type": "STEP_FINISHED", "stepName": name}
+def step_finished(name: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Closes a step. One that raised carries ``metadata: {"agent-unit": {"status": "failed", "error":
+    {type, message}}}`` (AG-UI's open ``metadata``, under our key as the AG-UI route's own events
+    have it), so STEP_STARTED and STEP_FINISHED stay paired for AG-UI clients."""
+    if error is None:
+        return {"type": "STEP_FINISHED", "stepName": name}
+    failed = {"status": "failed", "error": error}
+    return {"type": "STEP_FINISHED", "stepName": name, "metadata": {"agent-unit": failed}}
+
+
+def step_retry(name: str, attempt: int, error: dict[str, Any], delay: float) -> dict[str, Any]:
+    """A step's attempt failed and it is tried again after ``delay`` seconds (``run.step(retry=...)``)."""
+    value = {"stepName": name, "attempt": attempt, "error": error, "retryInSeconds": delay}
+    return {"type": "CUSTOM", "name": "agent-unit.step-retry", "value": value}
 
 
 def custom(name: str, value: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .errors import AgentUnitError, LeaseLost, StoreUnavailable
+from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, StoreUnavailable
 from .events import EventBuffer
 from .records import JournalEntry, RunRecord
 from .run import Cancelled, Yielded
@@ -22,6 +22,9 @@ from .stores import Store
 __all__ = ["Execution"]
 
 log = logging.getLogger("agent_unit.execution")
+
+# A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
+_REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
 
 
 class Execution:
@@ -56,6 +59,7 @@ class Execution:
         self._flushing: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
+        self._halt = asyncio.Event()  # set once this execution stops: wakes steps waiting to retry
         self.stopping = False  # set once the agent is done: no new step starts, no renewal runs
 
     def enter_step(self) -> None:
@@ -73,6 +77,7 @@ class Execution:
         the lease: its late commit is refused, and the resume runs it again.
         """
         self.stopping = True
+        self._halt.set()
         if self._in_flight:
             self._idle = asyncio.Event()
             with contextlib.suppress(TimeoutError):
@@ -80,6 +85,18 @@ class Execution:
 
     def now(self) -> float:
         return self._clock.time()
+
+    async def backoff(self, seconds: float) -> bool:
+        """Wait ``seconds`` before a step's next attempt; False, at once, if the execution stops
+        meanwhile (cancelled, parked, lost), so the step journals nothing and runs again on resume."""
+        if not (self.signal.is_set() or self.stopping) and seconds > 0:
+            waits = [asyncio.ensure_future(self.signal.wait()), asyncio.ensure_future(self._halt.wait())]
+            try:
+                await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+        return not (self.signal.is_set() or self.stopping)
 
     def before_step(self) -> None:
         """Called before new work: stop if cancelled, yield if the budget is spent."""
@@ -104,6 +121,9 @@ class Execution:
                 raise Cancelled() from None
             except AgentUnitError:
                 raise  # the store refused this write for good (too large, a duplicate key): the run fails
+            except VALUE_ERRORS as exc:
+                # The value, not the store: running the work again would write it again.
+                raise StepResultError(f"{entry.key} cannot be stored: {exc}") from None
             except Exception:
                 log.exception(
                     "journaling a step of run %s failed: the run is recovered from its journal", self.record.id
@@ -145,6 +165,9 @@ class Execution:
                 except (LeaseLost, StoreUnavailable):  # as in commit: the run is recovered from its journal
                     self.signal.set()
                     return
+                except _REFUSED:  # these events cannot be stored: drop them, go on
+                    log.exception("events of run %s cannot be stored; they are dropped", self.record.id)
+                    return
                 except Exception:
                     log.exception(
                         "writing events of run %s failed: the run is recovered from its journal", self.record.id
@@ -155,4 +178,5 @@ class Execution:
 
     def close(self) -> None:
         self._cancel_flush()
+        self._halt.set()
         self.signal.set()

@@ -29,15 +29,23 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
 
-from . import env
+from . import env, jsontext
 from .answers import type_ref
-from .clock import to_epoch
+from .clock import to_datetime, to_epoch
 from .durations import Duration, parse_duration
-from .errors import AgentUnitError, NonDeterminismError, StepResultError
-from .events import custom, dumps, step_finished, step_started
+from .errors import (
+    VALUE_ERRORS,
+    AgentUnitError,
+    NonDeterminismError,
+    RunConflict,
+    StepResultError,
+    StoreUnavailable,
+    UnstorableValue,
+)
+from .events import custom, dumps, step_finished, step_retry, step_started
 from .records import Interrupt, JournalEntry
+from .retry import RetryPolicy
 
 if TYPE_CHECKING:
     from .execution import Execution
@@ -128,7 +136,6 @@ class StepFailed(AgentUnitError):
 
 
 _ANY = object()
-_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
 _THREADS = sys.platform != "emscripten"  # Pyodide (Workers) has no threads: sync steps run inline there
 _pool: ThreadPoolExecutor | None = None
 
@@ -195,11 +202,19 @@ def _wants_context(fn: Callable[..., Any]) -> bool:
 
 
 def _encode_error(exc: BaseException, step: str) -> dict[str, Any]:
+    """The journal's record of a step's error, storable whatever the error holds (its message is
+    scrubbed of lone surrogates; arguments that are not storable JSON are left out)."""
     cls = type(exc)
-    error: dict[str, Any] = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": str(exc), "step": step}
-    with contextlib.suppress(TypeError, ValueError):  # arguments that are not JSON: rebuilt from the message
-        error["args"] = json.loads(json.dumps(list(exc.args)))
+    message = jsontext.scrub(str(exc))
+    error: dict[str, Any] = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": message, "step": step}
+    with contextlib.suppress(*VALUE_ERRORS):  # arguments that are not JSON: rebuilt from the message
+        error["args"] = json.loads(jsontext.encode(list(exc.args))[0])
     return error
+
+
+def _error_event(error: dict[str, Any]) -> dict[str, Any]:
+    """An error as events show it: the exception's type (without its module) and message."""
+    return {"type": error["type"].rpartition(".")[2], "message": error["message"]}
 
 
 def _bare(cls: type[Exception], args: tuple[Any, ...]) -> Exception:
@@ -230,22 +245,38 @@ def _rebuild_error(error: dict[str, Any]) -> BaseException:
     return StepFailed(f"step {error.get('step')!r} failed: {error['type']}: {error['message']}")
 
 
-def _encode(value: Any, annotation: Any, what: str, limit: int) -> str:
-    """``value`` as JSON text, refused with a clear error when it cannot be journaled."""
+def _encode(value: Any, annotation: Any, what: str, limit: int) -> tuple[str, Any]:
+    """``value`` as journal text, and the value a replay reads back from that text.
+
+    Refused with a clear ``StepResultError`` when it cannot be journaled (not JSON, not UTF-8,
+    too deep, too large) or does not read back (a float NaN written as ``null``): the text
+    is read here exactly as a replay will read it, so what is journaled always replays.
+    """
     try:
-        text = _json.encode(value) if annotation is _ANY else _adapter(annotation).dump_json(value).decode()
-    except (TypeError, ValueError) as exc:
+        text, size = jsontext.encode(value, None if annotation is _ANY else _adapter(annotation))
+    except ValueError as exc:
         raise StepResultError(
             f"{what} cannot be stored as JSON ({type(value).__name__}): {exc}. "
             "Return JSON data, a pydantic model or a dataclass."
         ) from None
-    if len(text) > limit:
+    if size > limit:
         raise StepResultError(
-            f"{what} is {len(text):,} bytes of JSON, over max_step_bytes ({limit:,}). "
+            f"{what} is {size:,} bytes of JSON, over max_step_bytes ({limit:,}). "
             "Keep large data out of the journal: store it elsewhere (a file, a bucket, a table) "
             "and return its key from the step."
         )
-    return text
+    try:
+        return text, _decode(text, annotation)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "value"
+        reason = f"{where}: {first['msg']}"
+    except VALUE_ERRORS as exc:
+        reason = str(exc)
+    raise StepResultError(
+        f"{what} does not read back from its JSON as {jsontext.scrub(repr(annotation))} ({reason}): "
+        "return a value its return annotation accepts from JSON"
+    )
 
 
 def _answer_schema(annotation: Any) -> dict[str, Any]:
@@ -285,6 +316,20 @@ def _decode(text: str, annotation: Any) -> Any:
     return json.loads(text) if annotation is _ANY else _adapter(annotation).validate_json(text)
 
 
+async def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """``fn(*args)``, awaited if it returns an awaitable; a sync ``fn`` runs in a worker thread."""
+    if _THREADS and not inspect.iscoroutinefunction(fn):
+        # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
+        # so the loop keeps renewing this run's lease and serving other runs.
+        call = functools.partial(contextvars.copy_context().run, fn, *args)
+        result = await asyncio.get_running_loop().run_in_executor(_step_threads(), call)
+    else:
+        result = fn(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
 # -- state and secrets ----------------------------------------------------------------------
 
 
@@ -294,7 +339,9 @@ class RunState:
     def __init__(self, run: Run) -> None:
         self._run = run
 
-    def _scope(self, scope: Scope) -> str:
+    def _scope(self, scope: Scope, key: str) -> str:
+        if not isinstance(key, str) or not jsontext.storable_name(key):
+            raise UnstorableValue(f"state key {jsontext.scrub(repr(key))} cannot be stored: use a string without NUL")
         if scope == "thread":
             return f"thread:{self._run.thread_id}"
         if scope == "agent":
@@ -304,15 +351,29 @@ class RunState:
         raise ValueError(f"unknown state scope {scope!r}: use 'thread', 'agent' or 'app'")
 
     async def get(self, key: str, default: Any = None, *, scope: Scope = "thread") -> Any:
-        text = await self._run._execution.store.get_state(self._scope(scope), key)
+        text = await self._reach(self._run._execution.store.get_state(self._scope(scope, key), key))
         return default if text is None else json.loads(text)
 
     async def set(self, key: str, value: Any, *, scope: Scope = "thread") -> None:
-        text = json.dumps(value, separators=(",", ":"), default=to_jsonable_python)
-        await self._run._execution.store.set_state(self._scope(scope), key, text)
+        """Store ``value`` (JSON data); ``UnstorableValue`` if a store cannot keep it."""
+        where = self._scope(scope, key)
+        try:
+            text, _ = jsontext.encode(value)
+        except ValueError as exc:
+            raise UnstorableValue(f"the value of state {key!r} cannot be stored as JSON: {exc}") from None
+        await self._reach(self._run._execution.store.set_state(where, key, text))
 
     async def delete(self, key: str, *, scope: Scope = "thread") -> None:
-        await self._run._execution.store.delete_state(self._scope(scope), key)
+        await self._reach(self._run._execution.store.delete_state(self._scope(scope, key), key))
+
+    async def _reach(self, call: Awaitable[T]) -> T:
+        """A state call. A store out of reach stops this execution, as a failed commit does: the
+        run is recovered from its journal once its lease lapses, not failed for an outage."""
+        try:
+            return await call
+        except StoreUnavailable:
+            self._run.signal.set()
+            raise Cancelled() from None
 
 
 class Secrets:
@@ -347,6 +408,9 @@ class Run:
         self._usage: list[dict[str, Any]] = [
             entry.meta["usage"] for entry in journal.values() if entry.meta and "usage" in entry.meta
         ]
+        # The errors steps raised to agent code (by id: exceptions take no weak references), so
+        # the run's error can name the step it came from.
+        self._step_errors: dict[int, tuple[BaseException, str]] = {}
 
     @property
     def usage(self) -> list[dict[str, Any]]:
@@ -373,18 +437,58 @@ class Run:
             self._unreplayed -= 1
         return entry
 
+    def _storable(self, value: Any, what: str) -> str:
+        """``value`` as JSON text a store keeps, at most ``max_step_bytes``; ``UnstorableValue`` otherwise."""
+        limit = self._execution.max_step_bytes
+        try:
+            text, size = jsontext.encode(value)
+        except ValueError as exc:
+            raise UnstorableValue(f"{what} cannot be stored as JSON ({type(value).__name__}): {exc}") from None
+        if size > limit:
+            raise UnstorableValue(
+                f"{what} is {size:,} bytes of JSON, over max_step_bytes ({limit:,}): "
+                "store large data elsewhere (a file, a bucket, a table) and pass its key"
+            )
+        return text
+
+    def _step_failed(self, exc: BaseException, name: str) -> BaseException:
+        self._step_errors[id(exc)] = (exc, name)
+        return exc
+
+    def failed_step(self, error: BaseException) -> str | None:
+        """The name of the step that raised ``error``, or an error it was raised from or during."""
+        seen: set[int] = set()
+        current: BaseException | None = error
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            found = self._step_errors.get(id(current))
+            if found is not None and found[0] is current:
+                return found[1]
+            current = current.__cause__ or current.__context__
+        return None
+
     # steps
 
-    def step(self, name: str, fn: Callable[..., Awaitable[T]] | Callable[..., T], /) -> Awaitable[T]:
+    def step(
+        self,
+        name: str,
+        fn: Callable[..., Awaitable[T]] | Callable[..., T],
+        /,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> Awaitable[T]:
         """Run ``fn`` once; a replay returns its journaled result (or raises its journaled error).
 
         ``fn`` is sync or async and takes no argument or a :class:`StepContext`. The result
         makes a JSON round trip and is validated to ``fn``'s return annotation, so it is the
-        same value whether the step ran or replayed.
+        same value whether the step ran or replayed. ``retry`` tries ``fn`` again when it
+        raises (see :class:`RetryPolicy`); without one a step that raises fails at once.
         """
-        return self._step(self._key("step", name), name, fn)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"run.step(retry=...) takes a RetryPolicy, not {type(retry).__name__}")
+        return self._step(self._key("step", name), name, fn, retry)
 
-    async def _step(self, key: str, name: str, fn: Callable[..., Any]) -> Any:
+    async def _step(self, key: str, name: str, fn: Callable[..., Any], retry: RetryPolicy | None) -> Any:
         return await self._once(
             key,
             name,
@@ -393,7 +497,8 @@ class Run:
             _return_annotation(fn),
             what=f"the result of step {name!r}",
             started=(step_started(name),),
-            finished=(step_finished(name),),
+            finished=functools.partial(step_finished, name),
+            retry=retry,
         )
 
     async def _once(
@@ -406,16 +511,22 @@ class Run:
         *,
         what: str,
         started: tuple[dict[str, Any], ...] = (),
-        finished: tuple[dict[str, Any], ...] = (),
+        finished: Callable[[dict[str, Any] | None], dict[str, Any]] | None = None,
         result_event: Callable[[str], dict[str, Any]] | None = None,
         request_hash: str | None = None,
         usage: Callable[[Any], dict[str, Any] | None] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> Any:
         """Run ``fn`` once under ``key``; a replay returns (or raises) what the journal holds.
 
         The one journaling mechanism: steps, and the model and tool calls of framework
         adapters, all go through here. ``request_hash`` (a digest of what was asked) must
         match the journaled one on replay, so a changed request is an error, never a stale answer.
+        ``finished(error)`` is the event that closes the work (``error`` is None when it succeeded).
+
+        Whatever ``fn`` returns or raises, the outcome is journaled once: a result that cannot
+        be stored fails the work with ``StepResultError``; it is never taken for a store outage,
+        which would run ``fn`` again on recovery.
         """
         entry = self._replayed(key)
         if entry is not None:
@@ -426,8 +537,13 @@ class Run:
                     "the code between journaled calls must make the same decisions given the same results"
                 )
             if entry.error is not None:
-                raise _rebuild_error(entry.error)
+                raise self._step_failed(_rebuild_error(entry.error), name)
             return _decode(entry.value or "null", annotation)
+        if not jsontext.storable_name(key):
+            raise UnstorableValue(
+                f"{jsontext.scrub(repr(name))} cannot name a step: a name is journaled as text, "
+                "so it must be UTF-8 (no lone surrogates) without NUL characters"
+            )
         execution = self._execution
         execution.before_step()
         for event in started:
@@ -437,38 +553,57 @@ class Run:
         if args is None:
             args = (context,) if _wants_context(fn) else ()
         meta = None if request_hash is None else {"hash": request_hash}
+
+        async def fail(exc: BaseException) -> BaseException:
+            """Journal ``exc`` as the outcome, with the event that closes the work as failed."""
+            error = _encode_error(exc, name)
+            events = () if finished is None else (finished(_error_event(error)),)
+            await execution.commit(JournalEntry(key, error=error, meta=meta), *events)
+            return self._step_failed(exc, name)
+
         execution.enter_step()
         try:
             token = _current_step.set(context)
             try:
-                if _THREADS and not inspect.iscoroutinefunction(fn):
-                    # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
-                    # so the loop keeps renewing this run's lease and serving other runs.
-                    call = functools.partial(contextvars.copy_context().run, fn, *args)
-                    result = await asyncio.get_running_loop().run_in_executor(_step_threads(), call)
-                else:
-                    result = fn(*args)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
-                await execution.commit(JournalEntry(key, error=_encode_error(exc, name), meta=meta), *finished)
-                raise
+                attempt = 1
+                while True:
+                    try:
+                        result = await _call(fn, args)
+                        break
+                    except Exception as exc:
+                        if retry is None or not retry.retries(exc, attempt):
+                            await fail(exc)
+                            raise
+                        delay = retry.delay(attempt)
+                        execution.events.add(step_retry(name, attempt, _error_event(_encode_error(exc, name)), delay))
+                        execution.schedule_flush(soon=True)
+                        if not await execution.backoff(delay):
+                            raise Cancelled() from None  # parked or cancelled meanwhile: nothing is journaled
+                        attempt += 1
             finally:
                 _current_step.reset(token)
             try:
-                text = _encode(result, annotation, what, execution.max_step_bytes)
+                text, value = _encode(result, annotation, what, execution.max_step_bytes)
             except StepResultError as exc:
-                await execution.commit(JournalEntry(key, error=_encode_error(exc, name), meta=meta), *finished)
-                raise
+                raise await fail(exc) from None
             spent = usage(result) if usage is not None else None
             if spent:
                 meta = {**(meta or {}), "usage": spent}
+            events = () if finished is None else (finished(None),)
+            if result_event is not None:
+                events = (*events, result_event(text))
+            try:
+                await execution.commit(JournalEntry(key, text, meta=meta), *events)
+            except AgentUnitError as exc:
+                if isinstance(exc, RunConflict):
+                    raise
+                # The store refused this entry for good (DynamoDB's item size): journal the failure instead.
+                raise await fail(StepResultError(f"{what} cannot be stored: {exc}")) from None
+            if spent:
                 self._usage.append(spent)
-            events = (*finished, result_event(text)) if result_event is not None else finished
-            await execution.commit(JournalEntry(key, text, meta=meta), *events)
         finally:
             execution.leave_step()
-        return _decode(text, annotation)
+        return value
 
     def idempotency_key(self) -> str:
         """The key of the step (or tool call) running now."""
@@ -515,12 +650,15 @@ class Run:
                 raise NonDeterminismError(
                     f"the answer journaled for interrupt {name!r} no longer fits {answer!r}: {exc}"
                 ) from None
-        payload_text = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
+        if not jsontext.storable_name(key):
+            raise UnstorableValue(
+                f"{jsontext.scrub(repr(key))} cannot name an interrupt: a name is journaled as text, "
+                "so it must be UTF-8 (no lone surrogates) without NUL characters"
+            )
+        _, payload = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
         if answer is not _ANY:
             schema = _answer_schema(answer)
-        interrupt = Interrupt(
-            name=name, key=key, payload=json.loads(payload_text), answer_schema=schema, answer_type=type_ref(answer)
-        )
+        interrupt = Interrupt(name=name, key=key, payload=payload, answer_schema=schema, answer_type=type_ref(answer))
         raise Interrupted(interrupt)
 
     def _replay_done(self) -> None:
@@ -546,6 +684,10 @@ class Run:
             due = wake_at(now)
             if due <= now:
                 return
+            try:
+                to_datetime(due)  # the run record holds the wake time as a date: check it has one
+            except (OverflowError, ValueError, OSError):
+                raise ValueError(f"cannot sleep until {due:.0f} s after 1970: that is past the year 9999") from None
             raise Sleeping(due, JournalEntry(key, dumps(due)))
         due = json.loads(entry.value or "0")
         if due > now:
@@ -554,7 +696,11 @@ class Run:
     # events
 
     async def emit(self, name: str, value: Any = None) -> None:
-        """Emit a CUSTOM event (not while replaying: only new work reaches the stream)."""
+        """Emit a CUSTOM event (not while replaying: only new work reaches the stream).
+
+        ``value`` is JSON data of at most ``max_step_bytes``; ``UnstorableValue`` otherwise.
+        """
         if not self.replaying:
-            self._execution.events.add(custom(name, to_jsonable_python(value)))
+            text = self._storable(value, f"the value of event {name!r}")
+            self._execution.events.add(custom(name, json.loads(text)))
             self._execution.schedule_flush(soon=True)

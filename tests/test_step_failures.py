@@ -1,0 +1,102 @@
+"""A failed step is reported as failed: in the run's error, and in the event stream."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ag_ui.core import StepFinishedEvent
+
+from agent_unit import Run, RunStatus, define_agent
+from agent_unit.stores.sqlite import SQLiteStore
+from agent_unit.testing import create_test_unit
+
+
+class PaymentDeclined(Exception):
+    pass
+
+
+def decline() -> None:
+    raise PaymentDeclined("card declined")
+
+
+async def test_the_run_error_names_the_step_that_failed() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.step("load", lambda: 1)
+        await run.step("charge", decline)
+        return "charged"
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.status == RunStatus.failed and record.error is not None
+    assert record.error.type == "PaymentDeclined" and record.error.step == "charge"
+
+
+async def test_the_run_error_names_the_step_an_error_was_raised_from() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        try:
+            await run.step("charge", decline)
+        except PaymentDeclined as exc:
+            raise RuntimeError("could not refund") from exc
+        return "charged"
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.error is not None and record.error.type == "RuntimeError" and record.error.step == "charge"
+
+
+async def test_an_error_of_the_agent_itself_names_no_step() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.step("load", lambda: 1)
+        raise RuntimeError("bad input")
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.error is not None and record.error.step is None
+
+
+async def test_the_run_error_names_a_replayed_step_after_a_restart(sqlite_path: Path) -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        try:
+            await run.step("charge", decline)
+        except PaymentDeclined:
+            if await run.interrupt("give-up?"):
+                raise
+        return "kept going"
+
+    first = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))
+    parked = await first.run("a")
+    await first.close()
+    await first.store.close()
+    second = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))  # the error is rebuilt from the journal
+    record = await second.resume(parked.id, True)
+    assert record.status == RunStatus.failed and record.error is not None
+    assert record.error.type == "PaymentDeclined" and record.error.step == "charge"
+    await second.close()
+
+
+async def test_a_failed_step_is_reported_failed_in_the_event_stream() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.step("load", lambda: 1)
+        try:
+            await run.step("charge", decline)
+        except PaymentDeclined:
+            return "declined"
+        return "charged"
+
+    unit = create_test_unit({"a": agent})
+    record = await unit.run("a")
+    steps = [e for e in await unit.events(record.id) if e["type"].startswith("STEP_")]
+    assert [(e["type"], e["stepName"]) for e in steps] == [
+        ("STEP_STARTED", "load"),
+        ("STEP_FINISHED", "load"),
+        ("STEP_STARTED", "charge"),
+        ("STEP_FINISHED", "charge"),
+    ]
+    succeeded, failed = steps[1], steps[3]
+    assert "metadata" not in succeeded
+    error = {"type": "PaymentDeclined", "message": "card declined"}
+    assert failed["metadata"] == {"agent-unit": {"status": "failed", "error": error}}
+    event = StepFinishedEvent.model_validate({k: v for k, v in failed.items() if k != "seq"})  # still AG-UI
+    assert event.metadata == failed["metadata"]
