@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agent_unit import __version__
@@ -144,6 +145,8 @@ def build_command(
     console.print(f"wrote: {', '.join(result.files)}")
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     console.print(f"next: [bold]{result.run}[/bold]")
 
 

@@ -161,7 +161,18 @@ def test_a_vercel_build_vendors_wheels_for_its_python_and_starts_where_that_pyth
 
 def test_docker_honours_arch_and_python_in_its_wheels_and_image(tmp_path: Path) -> None:
     root = project(tmp_path / "project", pydantic_ai=False, config='storage = "redis://${AU_TEST_HOST}:6379"\n')
-    result = built(root, "--preset", "docker", "--arch", "arm64", "--python", "3.13")
+    # a module importable here from a path entry, not from a distribution: a warning, not vendored
+    (tmp_path / "path-entry").mkdir()
+    (tmp_path / "path-entry" / "house_rules.py").write_text("LIMIT = 3\n")
+    (root / "agents" / "plain.py").write_text(
+        PLAIN + "\n\ndef limit() -> int:\n    import house_rules\n\n    return 1\n"
+    )
+    path = os.pathsep.join([str(tmp_path / "path-entry"), os.environ.get("PYTHONPATH", "")])
+    result = built(root, "--preset", "docker", "--arch", "arm64", "--python", "3.13", env={"PYTHONPATH": path})
+    assert result["warnings"] == [
+        "agents/plain.py:10 imports house_rules, which no installed distribution provides, so the build does not "
+        "vendor it: list its package in requirements.txt if the app needs it"
+    ]
     output = Path(result["output"])
     assert "FROM --platform=linux/arm64 python:3.13-slim" in (output / "Dockerfile").read_text()
     wheel = next((output / "vendor").glob("pydantic_core-*.dist-info")) / "WHEEL"
