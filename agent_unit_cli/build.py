@@ -200,7 +200,7 @@ def _requirements(preset: Preset, config: Config, storage: str, project: list[st
         *[_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)],
         *_store_driver(storage),
         *_mcp(config, project),
-        *[f"{name}=={version}" for name, version in sorted(found.items())],
+        *[found[name] for name in sorted(found)],
     ):
         chosen.setdefault(distribution_name(requirement), requirement)
     for requirement in project:
@@ -208,10 +208,12 @@ def _requirements(preset: Preset, config: Config, storage: str, project: list[st
     return list(chosen.values())
 
 
-def _vendor(preset: Preset, requirements: list[str], destination: Path, options: BuildOptions) -> None:
+def _vendor(
+    preset: Preset, requirements: list[str], alone: list[str], destination: Path, options: BuildOptions
+) -> None:
     platform = preset.pip_platform(options) if preset.pip_platform is not None else None  # the host's, not ours
     try:
-        pip.install(requirements, destination, platform=platform)
+        pip.install(requirements, destination, platform=platform, alone=alone)
     except pip.PipError as exc:
         raise BuildError(str(exc)) from None
     shutil.copytree(
@@ -354,7 +356,9 @@ def build(
         _copy_source(root, home / "app")
         progress("vendoring dependencies with pip")
         requirements = _requirements(chosen, config, storage, _project_requirements(root), found.distributions)
-        _vendor(chosen, requirements, home / "vendor", options)
+        named = {distribution_name(requirement) for requirement in requirements}
+        alone = [requirement for name, requirement in sorted(found.alone.items()) if name not in named]
+        _vendor(chosen, requirements, alone, home / "vendor", options)
 
     progress("rendering templates")
     templates = Environment(

@@ -13,11 +13,14 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
+import json
 import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 __all__ = ["Import", "Needs", "distribution_name", "needs", "project_imports"]
 
@@ -45,7 +48,10 @@ class Import:
 
 @dataclass
 class Needs:
-    distributions: dict[str, str] = field(default_factory=dict)  # name: version installed here
+    """What the project needs: requirements by distribution name, and the modules the build cannot vendor."""
+
+    distributions: dict[str, str] = field(default_factory=dict)  # name: requirement, as installed here
+    alone: dict[str, str] = field(default_factory=dict)  # name: requirement installed without its dependencies
     unmapped: list[Import] = field(default_factory=list)  # importable here, but from no distribution
     missing: list[Import] = field(default_factory=list)  # not installed here
 
@@ -149,15 +155,50 @@ def needs(imports: Iterable[Import], own: set[str], distributions: Iterable[str]
             result.unmapped.append(found)
         else:
             result.missing.append(found)
-    for name in sorted(names):
+    pending = sorted(names)
+    while pending:
         try:
-            distribution = importlib.metadata.distribution(name)
+            distribution = importlib.metadata.distribution(pending.pop())
         except importlib.metadata.PackageNotFoundError:
             continue
-        normalized = distribution_name(distribution.metadata["Name"])
-        if normalized not in OWN_DISTRIBUTIONS:
-            result.distributions[normalized] = distribution.version
+        name = distribution_name(distribution.metadata["Name"])
+        if name in OWN_DISTRIBUTIONS or name in result.distributions or name in result.alone:
+            continue
+        requirement, local = _requirement(distribution, name)
+        dependencies = _dependencies(distribution)
+        if local or OWN_DISTRIBUTIONS & set(dependencies):
+            # pip cannot resolve it (a folder; or agent-unit, which the build copies and no index has):
+            # it goes in alone, and its dependencies as what they are here
+            result.alone[name] = requirement
+            pending += [dependency for dependency in dependencies if dependency not in OWN_DISTRIBUTIONS]
+        else:
+            result.distributions[name] = requirement
     return result
+
+
+def _requirement(distribution: importlib.metadata.Distribution, name: str) -> tuple[str, bool]:
+    """``name==version`` as installed here, or where it was installed from (PEP 610); and whether that is a folder."""
+    direct = json.loads(distribution.read_text("direct_url.json") or "{}")
+    url = direct.get("url")
+    if not url:
+        return f"{name}=={distribution.version}", False
+    if "vcs_info" in direct:
+        vcs = direct["vcs_info"]
+        return f"{name} @ {vcs['vcs']}+{url}@{vcs['commit_id']}", False
+    return f"{name} @ {url}", "dir_info" in direct
+
+
+def _dependencies(distribution: importlib.metadata.Distribution) -> list[str]:
+    """The distributions ``distribution`` requires here (its extras' left out)."""
+    names = []
+    for line in distribution.requires or []:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+            names.append(distribution_name(requirement.name))
+    return names
 
 
 def _importable(top: str) -> bool:

@@ -51,17 +51,31 @@ def install(
     *,
     platform: list[str] | None = None,
     deps: bool = True,
+    alone: list[str] | None = None,
     python: str = sys.executable,
     what: str = "the dependencies",
 ) -> None:
-    """Install ``requirements`` into ``target``: for this interpreter, or for ``platform`` (:func:`linux_wheels`)."""
+    """Install ``requirements`` into ``target``: for this interpreter, or for ``platform`` (:func:`linux_wheels`).
+
+    ``alone`` are installed without their dependencies (``name @ file:///folder`` too: built
+    into a wheel, pure Python as an adapter package is).
+    """
     unpack = [python, "-m", "pip", "install", *QUIET, "--no-compile", "--target", str(target)]
+    alone = alone or []
     if platform is None:  # this machine: pip resolves and installs in one go
         _run([*unpack, *([] if deps else ["--no-deps"]), *requirements], what)
+        if alone:
+            _run([*unpack, "--no-deps", *alone], what)
         return
     with tempfile.TemporaryDirectory(prefix="agent-unit-wheels-") as folder:
         download = [python, "-m", "pip", "download", *QUIET, "--dest", folder, *platform]
         _run([*download, *([] if deps else ["--no-deps"]), *requirements], what)
+        folders = [requirement for requirement in alone if requirement.partition(" @ ")[2].startswith("file:")]
+        if folders:  # pip download skips a folder: its wheel, built here
+            build = [python, "-m", "pip", "wheel", *QUIET, "--no-deps", "--wheel-dir", folder]
+            _run([*build, *folders], what)
+        if others := [requirement for requirement in alone if requirement not in folders]:
+            _run([*download, "--no-deps", *others], what)
         wheels = sorted(str(path) for path in Path(folder).glob("*.whl"))
         # resolved above for the host: unpack exactly those, with no second resolution
         _run([*unpack, "--no-deps", "--no-index", "--ignore-requires-python", *platform, *wheels], what)

@@ -42,6 +42,7 @@ from pydantic_ai.models.test import TestModel
 agent = Agent(TestModel(custom_output_text="hello from pydantic-ai"))
 """
 
+ROOT = Path(__file__).resolve().parent.parent
 LOCAL = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
@@ -76,8 +77,9 @@ def failed(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return str(json.loads(done.stdout)["error"])
 
 
-def serve_from_a_moved_copy(output: Path, tmp: Path) -> None:
-    """``python -I -S main.py`` from a copy elsewhere, the project gone: both agents answer."""
+def serve_from_a_moved_copy(output: Path, tmp: Path, answers: dict[str, str] | None = None) -> None:
+    """``python -I -S main.py`` from a copy elsewhere, the project gone: each agent answers "hi" as given."""
+    answers = answers or {"plain": "plain: hi", "assistant": "hello from pydantic-ai"}
     moved = tmp / "elsewhere" / output.name
     shutil.copytree(output, moved)
     port = free_port()
@@ -85,8 +87,8 @@ def serve_from_a_moved_copy(output: Path, tmp: Path) -> None:
     server = subprocess.Popen([sys.executable, "-I", "-S", "main.py"], cwd=moved, env=environment)
     try:
         url = f"http://127.0.0.1:{port}"
-        assert sorted(agent["name"] for agent in wait_until_up(url, timeout=180)["agents"]) == ["assistant", "plain"]
-        for name, output_text in [("plain", "plain: hi"), ("assistant", "hello from pydantic-ai")]:
+        assert sorted(agent["name"] for agent in wait_until_up(url, timeout=180)["agents"]) == sorted(answers)
+        for name, output_text in answers.items():
             done = httpx.post(f"{url}/agents/{name}/runs?wait=1", json={"input": "hi"}, timeout=30).json()
             assert done["status"] == "completed" and done["output"] == output_text, done
     finally:
@@ -198,6 +200,23 @@ def test_a_build_whose_app_does_not_start_fails_with_the_users_lines_and_is_mark
     assert "FileNotFoundError" in error and "discovery.py" not in error and "importlib" not in error
     marker = root / ".output" / "server" / ".agent-unit-build"
     assert marker.read_text().startswith("incomplete")
+
+
+def test_an_adapter_installed_from_a_folder_is_vendored_and_serves_its_agent(tmp_path: Path) -> None:
+    """As `agent-unit add ./folder` installs it (here into a folder of its own, not the shared environment)."""
+    site = tmp_path / "site"
+    example = ROOT / "examples" / "agent-unit-adapter-echo"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(example)],
+        check=True,
+        capture_output=True,
+    )
+    root = project(tmp_path / "project", pydantic_ai=False)
+    (root / "agents" / "greet.py").write_text('from agent_unit_adapter_echo import Echo\n\nagent = Echo("hello ")\n')
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    output = Path(built(root, env={"PYTHONPATH": path})["output"])
+    assert list((output / "vendor").glob("agent_unit_adapter_echo-0.1.0.dist-info"))
+    serve_from_a_moved_copy(output, tmp_path, {"plain": "plain: hi", "greet": "hello hi"})
 
 
 @pytest.mark.parametrize(
