@@ -232,9 +232,8 @@ def _own_modules(root: Path) -> set[str]:
 
 
 def _configured_modules(config: Config, source: str) -> list[Import]:
-    """The modules the configuration names: adapters, ``authorize``, task handlers."""
-    references = [*config.adapters, *([config.authorize] if config.authorize else [])]
-    references += [task.handler for task in config.tasks.values()]
+    """The modules the configuration names: adapters and task handlers (``authorize`` is checked on its own)."""
+    references = [*config.adapters, *[task.handler for task in config.tasks.values()]]
     return [Import(reference.partition(":")[0], source, 0) for reference in references]
 
 
@@ -254,13 +253,8 @@ def _adapter_distributions() -> list[str]:
     return [entry.dist.name for entry in found if entry.dist is not None]
 
 
-def _needs(root: Path, config: Config, source: str, registry: dict[str, tuple[str, str]]) -> Needs:
-    imports = [
-        *project_imports(root, _sources(root)),
-        *_configured_modules(config, source),
-        *_framework_modules(root, registry),
-    ]
-    found = needs(imports, _own_modules(root), _adapter_distributions())
+def _needs(root: Path, imports: list[Import], distributions: list[str]) -> Needs:
+    found = needs(imports, _own_modules(root), distributions)
     if found.missing:
         listed = "\n".join(f"  {item.where}: {item.module.split('.')[0]}" for item in found.missing)
         raise BuildError(
@@ -330,6 +324,12 @@ def build(
     if output.exists() and any(output.iterdir()) and not ours:
         raise BuildError(f"--out {output} is not empty and was not written by agent-unit build: choose a new folder")
 
+    found = Needs()
+    if chosen.python_app:  # before the agents are imported: a missing module is named with its line
+        progress("reading the project's imports")
+        imports = [*project_imports(root, _sources(root)), *_configured_modules(config, source)]
+        found = _needs(root, imports, _adapter_distributions())
+
     progress("discovering agents")
     try:
         registry = agent_sources(root, adapters=config.adapters)
@@ -338,8 +338,9 @@ def build(
     if not registry:
         raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
     _check_authorize(config.authorize)
-    progress("reading the project's imports")
-    found = _needs(root, config, source, registry) if chosen.python_app else Needs()
+    if chosen.python_app:
+        authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
+        found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))
     warnings = [
         f"{item.where} imports {item.top}, which no installed distribution provides, so the build does not "
         "vendor it: list its package in requirements.txt if the app needs it"
@@ -412,7 +413,7 @@ def build(
             (output / MARKER).write_text(INCOMPLETE)
             raise BuildError(str(exc)) from None
         if skipped is not None:
-            notes.append(f"not started here to check it ({skipped}).")
+            notes.append(f"The output was not started here to check it: {skipped}.")
     (output / MARKER).write_text(COMPLETE)
     prefix = f"{chosen.app_path}/" if chosen.app_path else ""
     return BuildResult(

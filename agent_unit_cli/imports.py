@@ -55,6 +55,12 @@ class Needs:
     unmapped: list[Import] = field(default_factory=list)  # importable here, but from no distribution
     missing: list[Import] = field(default_factory=list)  # not installed here
 
+    def add(self, other: Needs) -> None:
+        self.distributions |= other.distributions
+        self.alone |= other.alone
+        self.unmapped += other.unmapped
+        self.missing += other.missing
+
 
 def distribution_name(requirement: str) -> str:
     """The normalized distribution name of a requirement line (``Pydantic_AI[openai]>=1`` is ``pydantic-ai``)."""

@@ -99,7 +99,7 @@ def check_starts(output: Path, start: Start, storage: str) -> str | None:
         return f"the host is {start.platform} and this machine is {this_platform()}"
     python = interpreter(start.python)
     if python is None:
-        return f"the host runs Python {start.python}, which this machine does not have (python{start.python})"
+        return f"the host runs Python {start.python} and this machine has no python{start.python} on its PATH"
     with tempfile.TemporaryDirectory(prefix="agent-unit-start-") as scratch:
         folder = output / start.folder
         if start.archive:
