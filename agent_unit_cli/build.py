@@ -41,6 +41,8 @@ STORE_DRIVERS = {"redis": "redis", "rediss": "redis", "valkey": "redis", "valkey
 STORE_DRIVERS |= {"postgres": "psycopg[binary]", "postgresql": "psycopg[binary]"}
 """The driver a built app needs for its storage URL's scheme (pinned to the version installed here)."""
 SCHEMES = {"memory", "sqlite", *STORE_DRIVERS}
+DRIVER_MODULES = {"redis": "redis", "psycopg[binary]": "psycopg", "boto3": "boto3"}
+"""The module each driver is imported as: a built app imports it at its first connection, the check at once."""
 _LEADING_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -408,7 +410,8 @@ def build(
     if chosen.start is not None:
         progress("starting the built app in a clean Python")
         try:
-            skipped = check_starts(output, chosen.start(options), storage)
+            driver = DRIVER_MODULES.get(STORE_DRIVERS.get(scheme, ""))
+            skipped = check_starts(output, chosen.start(options), storage, [driver] if driver else [])
         except ValueError as exc:
             (output / MARKER).write_text(INCOMPLETE)
             raise BuildError(str(exc)) from None

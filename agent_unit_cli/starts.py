@@ -8,8 +8,8 @@ build (a dependency it did not vendor, a driver, a broken module) fails here, at
 and not at the host's first request.
 
 The output's wheels are for the host: the check runs only on the host's platform, with this
-interpreter or a ``python3.X`` on the PATH of the host's version, and says why it was skipped
-otherwise.
+interpreter or another of the host's version (on the PATH or kept by pyenv), and says why it
+was skipped otherwise.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from .presets import Start, local_python
@@ -32,7 +33,7 @@ TIMEOUT = 120  # seconds for the app to be created
 PLACEHOLDER = "agent-unit-build-check"
 """The value of a storage URL's ``${NAME}`` unset at build time: the app is created, the store not reached."""
 
-# Runs in the fresh interpreter: argv = [folder, code]. On failure it prints the frames of the
+# Runs in the fresh interpreter: argv = [folder, code, modules]. On failure it prints the frames of the
 # user's own files (those under the function's app/, shown as in the project) and the error.
 PROBE = """
 import os, sys, traceback
@@ -40,6 +41,8 @@ folder = sys.argv[1]
 sys.path.insert(0, folder)
 try:
     exec(compile(sys.argv[2], "<start>", "exec"), {"__name__": "__agent_unit_start__", "FOLDER": folder})
+    for module in filter(None, sys.argv[3].split(",")):
+        __import__(module)
 except BaseException as exc:
     app = os.path.join(folder, "app") + os.sep
     lines, seen, error = [], set(), exc
@@ -71,15 +74,19 @@ def this_platform() -> str:
 
 
 def interpreter(version: str) -> str | None:
-    """A Python of ``version`` (``"3.12"``): this one, else ``python3.12`` on the PATH (not a shim without it)."""
+    """A Python of ``version`` (``"3.12"``): this one, else ``python3.12`` on the PATH, else one pyenv keeps."""
     if version == local_python():
         return sys.executable
-    found = shutil.which(f"python{version}")
-    if found is None:
-        return None
-    probe = [found, "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
-    done = subprocess.run(probe, capture_output=True, text=True)
-    return found if done.returncode == 0 and done.stdout.strip() == version else None
+    candidates = [shutil.which(f"python{version}")]
+    if pyenv := shutil.which("pyenv"):  # installed, though not the selected version (its shim then fails)
+        prefix = subprocess.run([pyenv, "prefix", version], capture_output=True, text=True).stdout.strip()
+        candidates.append(str(Path(prefix) / "bin" / f"python{version}") if prefix else None)
+    for candidate in filter(None, candidates):
+        probe = [candidate, "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
+        done = subprocess.run(probe, capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip() == version:
+            return candidate
+    return None
 
 
 def _environment(storage: str) -> dict[str, str]:
@@ -90,8 +97,11 @@ def _environment(storage: str) -> dict[str, str]:
     return environment
 
 
-def check_starts(output: Path, start: Start, storage: str) -> str | None:
+def check_starts(output: Path, start: Start, storage: str, modules: Sequence[str] = ()) -> str | None:
     """Start the output in a fresh isolated Python; None when it started, else why it was not checked.
+
+    ``modules`` must import there too: those the app imports only later (a store's driver at
+    its first connection).
 
     Raises ``ValueError`` with the error and the user's own traceback lines when it does not start.
     """
@@ -99,7 +109,7 @@ def check_starts(output: Path, start: Start, storage: str) -> str | None:
         return f"the host is {start.platform} and this machine is {this_platform()}"
     python = interpreter(start.python)
     if python is None:
-        return f"the host runs Python {start.python} and this machine has no python{start.python} on its PATH"
+        return f"the host runs Python {start.python} and this machine has no python{start.python}"
     with tempfile.TemporaryDirectory(prefix="agent-unit-start-") as scratch:
         folder = output / start.folder
         if start.archive:
@@ -108,7 +118,7 @@ def check_starts(output: Path, start: Start, storage: str) -> str | None:
                 archive.extractall(folder)
         try:
             done = subprocess.run(
-                [python, "-I", "-S", "-B", "-c", PROBE, str(folder), start.code],
+                [python, "-I", "-S", "-B", "-c", PROBE, str(folder), start.code, ",".join(modules)],
                 cwd=scratch,  # a store file (SQLite's default) lands here, not in the output
                 env=_environment(storage),
                 capture_output=True,

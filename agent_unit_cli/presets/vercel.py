@@ -52,15 +52,15 @@ def linux_wheels(options: BuildOptions) -> list[str]:
 
 
 def start(options: BuildOptions) -> Start:
-    """Vercel puts ``vendor/`` on the path (``PYTHONPATH``, with its .pth files) and imports the entry."""
+    """As Vercel loads the function: ``vendor/`` on the path (with its .pth files), the entry, then the handler.
+
+    The entry first, so that an error of the project's shows as its own; the handler then
+    hands that app to Vercel's runtime (which serves it only behind the platform's socket).
+    """
     code = "import os, site, sys\nvendor = os.path.join(FOLDER, 'vendor')\nsite.addsitedir(vendor)\n"
-    code += f"sys.path.insert(0, vendor)\nimport {ENTRY}\n"
-    return Start(
-        code=code + f"assert {ENTRY}.app is not None",
-        python=_python(options),
-        platform="linux-x86_64",
-        folder=f"functions/{FUNCTION}.func",
-    )
+    code += f"sys.path.insert(0, vendor)\nimport {ENTRY}\nassert {ENTRY}.app is not None\n"
+    code += f"import {HANDLER}\nassert callable({HANDLER}.vc_handler)"
+    return Start(code=code, python=_python(options), platform="linux-x86_64", folder=f"functions/{FUNCTION}.func")
 
 
 def context(config: Any, options: BuildOptions) -> dict[str, Any]:
