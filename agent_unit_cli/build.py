@@ -412,8 +412,7 @@ def build(
         try:
             driver = DRIVER_MODULES.get(STORE_DRIVERS.get(scheme, ""))
             skipped = check_starts(output, chosen.start(options), storage, [driver] if driver else [])
-        except ValueError as exc:
-            (output / MARKER).write_text(INCOMPLETE)
+        except ValueError as exc:  # the marker still says incomplete
             raise BuildError(str(exc)) from None
         if skipped is not None:
             notes.append(f"The output was not started here to check it: {skipped}.")
