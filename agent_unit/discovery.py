@@ -130,26 +130,38 @@ def _in_project(path: Path, root: Path) -> bool:
 
 
 def _agent_of(module: types.ModuleType, name: str, shown: str, resolve: Resolve) -> Agent:
-    if hasattr(module, "agent"):
+    """The module's one agent: ``agent``, else its single agent value.
+
+    A second agent value beside ``agent`` is refused, not dropped: the file is served as one
+    agent, so the other would silently never be served. A helper agent stays private with a
+    leading ``_``.
+    """
+    has_agent = hasattr(module, "agent")
+    found: dict[str, Agent] = {}
+    if has_agent:
         agent = resolve(name, module.agent)
         if agent is None:
             raise DiscoveryError(
                 f"{shown}: `agent` is a {type(module.agent).__name__}, which no adapter recognises: "
                 "use define_agent(...) or an agent of a supported framework"
             )
-        return _named(agent, name)
-    found = {
-        attr: agent
-        for attr, value in vars(module).items()
-        if not attr.startswith("_") and (agent := resolve(name, value)) is not None
-    }
+        found["agent"] = agent
+    for attr, value in vars(module).items():
+        if attr.startswith("_") or attr == "agent" or (has_agent and value is module.agent):
+            continue  # private helpers, and other names for `agent` itself
+        if (agent := resolve(name, value)) is not None:
+            found[attr] = agent
     if not found:
         raise DiscoveryError(f"{shown} defines no agent: add `agent = define_agent(...)` (or export a framework agent)")
     if len(found) > 1:
+        advice = "name the one to serve `agent`"
+        if has_agent:
+            advice = "serve one agent per file: move the others to their own files in agents/"
         raise DiscoveryError(
-            f"{shown} defines several agents ({', '.join(sorted(found))}): name the one to serve `agent`"
+            f"{shown} defines several agents ({', '.join(sorted(found))}): {advice} "
+            "(a helper agent's name starts with _)"
         )
-    return _named(next(iter(found.values())), name)
+    return _named(found["agent"] if has_agent else next(iter(found.values())), name)
 
 
 def _named(agent: Agent, name: str) -> Agent:

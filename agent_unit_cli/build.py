@@ -1,15 +1,17 @@
 """``agent-unit build``: render a preset's output for the project's agents.
 
 The build discovers the agents once and writes their registry into the output, copies the
-project's Python source, vendors the runtime and the project's dependencies with pip, and
-renders the preset's templates with Jinja2.
+project's Python source, vendors the runtime and what the project imports with pip (at the
+versions installed here, unless the project's requirements say otherwise), renders the
+preset's templates with Jinja2, and proves the output starts before it reports success.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import re
 import shutil
-import subprocess
 import sys
 import tomllib
 from collections.abc import Callable
@@ -20,23 +22,60 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 import agent_unit
-from agent_unit.discovery import agent_sources
+from agent_unit.adapters import ENTRY_POINT_GROUP
+from agent_unit.discovery import agent_sources, load_registry
 from agent_unit.errors import DiscoveryError
+from agent_unit.http.auth import load_authorize
 
+from . import pip
 from .config import Config
+from .imports import Import, Needs, distribution_name, needs, project_imports
 from .presets import PRESETS, BuildOptions, Finish, Preset
+from .starts import check_starts
 
 __all__ = ["BuildError", "BuildResult", "build"]
 
 # What a built server needs at run time (the CLI's own dependencies stay out).
 RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn", "ag-ui-protocol")
-STORE_DRIVERS = {"redis": "redis", "rediss": "redis", "postgres": "psycopg[binary]", "postgresql": "psycopg[binary]"}
-STORE_DRIVERS |= {"dynamodb": "boto3"}
+STORE_DRIVERS = {"redis": "redis", "rediss": "redis", "valkey": "redis", "valkeys": "redis", "dynamodb": "boto3"}
+STORE_DRIVERS |= {"postgres": "psycopg[binary]", "postgresql": "psycopg[binary]"}
 """The driver a built app needs for its storage URL's scheme (pinned to the version installed here)."""
+SCHEMES = {"memory", "sqlite", *STORE_DRIVERS}
+DRIVER_MODULES = {"redis": "redis", "psycopg[binary]": "psycopg", "boto3": "boto3"}
+"""The module each driver is imported as: a built app imports it at its first connection, the check at once."""
+_LEADING_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def storage_scheme(storage: str) -> str:
+    """The storage URL's scheme: it says which driver the build vendors.
+
+    ``${NAME}`` stands for a secret and expands where the app runs. When it hides the scheme
+    (``storage = "${REDIS_URL}"``) the build reads ``NAME`` now; unset, it cannot tell which
+    driver the app needs, and refuses rather than build an app that fails at its first request.
+    """
+    leading = _LEADING_VARIABLE.match(storage)
+    if leading is not None:
+        name = leading.group(1)
+        value = os.environ.get(name)
+        if not value:
+            host = name.removesuffix("_URL") + "_HOST"
+            raise BuildError(
+                f'storage = "{storage}" hides the store\'s scheme, so the build cannot tell which driver to vendor: '
+                f'write the scheme in the URL (storage = "redis://${{{host}}}", "postgres://...", "dynamodb://...") '
+                f"or set {name} when you build"
+            )
+        return storage_scheme(value + storage[leading.end() :])
+    scheme = storage.split(":", 1)[0].lower() if ":" in storage else ""
+    if scheme not in SCHEMES:
+        raise BuildError(
+            f'storage = "{storage}": unknown scheme {scheme!r}: use memory://, sqlite:///path.db, '
+            "redis://host:6379, postgres://user@host/db or dynamodb://table?region=..."
+        )
+    return scheme
 
 
 def _store_driver(storage: str) -> list[str]:
-    driver = STORE_DRIVERS.get(storage.split(":", 1)[0].lower())
+    driver = STORE_DRIVERS.get(storage_scheme(storage))
     if driver is None:
         return []
     name = driver.split("[", 1)[0]
@@ -70,6 +109,8 @@ def _mcp(config: Config, requirements: list[str]) -> list[str]:
 
 
 MARKER = ".agent-unit-build"
+INCOMPLETE = "incomplete: this build did not finish, do not deploy it; the next build replaces this folder\n"
+COMPLETE = "written by agent-unit build: the next build replaces this folder\n"
 SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
 
 
@@ -86,6 +127,7 @@ class BuildResult:
     files: list[str] = field(default_factory=list)
     run: str = ""
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +138,7 @@ class BuildResult:
             "files": self.files,
             "run": self.run,
             "notes": self.notes,
+            "warnings": self.warnings,
         }
 
 
@@ -153,30 +196,91 @@ def _copy_source(root: Path, destination: Path) -> None:
             shutil.copytree(path, destination / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def _vendor(preset: Preset, requirements: list[str], destination: Path, options: BuildOptions) -> None:
-    pinned = [_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)]
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-compile",
-        "--target",
-        str(destination),
-        *pinned,
-        *requirements,
-    ]
-    if preset.pip_platform is not None:  # the host's platform, not this machine's
-        command += preset.pip_platform(options)
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BuildError(f"pip could not install the dependencies:\n{done.stderr.strip()[-2000:]}")
+def _requirements(preset: Preset, config: Config, storage: str, project: list[str], found: dict[str, str]) -> list[str]:
+    """What pip installs: the runtime, the host's entry, the store's driver and what the project imports
+    (each at the version installed here), then the project's requirements, which win over the rest."""
+    chosen: dict[str, str] = {}
+    for requirement in (
+        *[_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)],
+        *_store_driver(storage),
+        *_mcp(config, project),
+        *[found[name] for name in sorted(found)],
+    ):
+        chosen.setdefault(distribution_name(requirement), requirement)
+    for requirement in project:
+        chosen[distribution_name(requirement) or requirement] = requirement
+    return list(chosen.values())
+
+
+def _vendor(
+    preset: Preset, requirements: list[str], alone: list[str], destination: Path, options: BuildOptions
+) -> None:
+    platform = preset.pip_platform(options) if preset.pip_platform is not None else None  # the host's, not ours
+    try:
+        pip.install(requirements, destination, platform=platform, alone=alone)
+    except pip.PipError as exc:
+        raise BuildError(str(exc)) from None
     shutil.copytree(
         Path(agent_unit.__file__).parent,
         destination / "agent_unit",
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+
+
+def _own_modules(root: Path) -> set[str]:
+    """The project's own top-level modules (``agents`` only as a package: else it is the OpenAI Agents SDK's)."""
+    names = {path.stem if path.is_file() else path.name for path in _sources(root)}
+    if not (root / "agents" / "__init__.py").is_file():
+        names.discard("agents")
+    return names
+
+
+def _configured_modules(config: Config, source: str) -> list[Import]:
+    """The modules the configuration names: adapters and task handlers (``authorize`` is checked on its own)."""
+    references = [*config.adapters, *[task.handler for task in config.tasks.values()]]
+    return [Import(reference.partition(":")[0], source, 0) for reference in references]
+
+
+def _framework_modules(root: Path, registry: dict[str, tuple[str, str]]) -> list[Import]:
+    """The module of each agent's value: a framework agent's framework (``pydantic_ai``), which its adapter serves."""
+    values = load_registry(root / "agents", registry)  # imported already by discovery: no second import
+    return [
+        Import(type(value).__module__, f"agents/{registry[name][0]}", 0)
+        for name, value in values.items()
+        if type(value).__module__
+    ]
+
+
+def _adapter_distributions() -> list[str]:
+    """The installed adapter packages (the entry-point group): a build loads them as ``dev`` does."""
+    found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return [entry.dist.name for entry in found if entry.dist is not None]
+
+
+def _needs(root: Path, imports: list[Import], distributions: list[str]) -> Needs:
+    found = needs(imports, _own_modules(root), distributions)
+    if found.missing:
+        listed = "\n".join(f"  {item.where}: {item.module.split('.')[0]}" for item in found.missing)
+        raise BuildError(
+            f"the project imports modules that are not installed here, so the build cannot vendor them:\n{listed}\n"
+            "install the packages that provide them (and list them in requirements.txt), or remove the imports"
+        )
+    return found
+
+
+def _check_authorize(reference: str | None) -> None:
+    """``authorize = "module:function"`` must load, here as where the app starts."""
+    try:
+        load_authorize(reference)
+    except ValueError as exc:
+        problem = str(exc)
+    except Exception as exc:  # noqa: BLE001 - the user's module raised while it was imported
+        problem = f"authorize = {reference!r} failed to import: {type(exc).__name__}: {exc}"
+    else:
+        return
+    raise BuildError(
+        f"{problem}: point it at a function of the project (a module at its root, e.g. "
+        'authorize = "auth:authorize" for auth.py)'
     )
 
 
@@ -188,17 +292,22 @@ def build(
     out: Path | None = None,
     options: BuildOptions | None = None,
     progress: Callable[[str], None] = lambda message: None,
+    source: str = "agent-unit.toml",
 ) -> BuildResult:
-    """Build ``root``'s agents with ``preset`` into ``out``; raise :class:`BuildError` on any problem."""
+    """Build ``root``'s agents with ``preset`` into ``out``; raise :class:`BuildError` on any problem.
+
+    ``source`` names the configuration's file in messages.
+    """
     options = options or BuildOptions()
     name = preset or config.preset
     chosen = PRESETS.get(name)
     if chosen is None:
         raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
     storage = config.storage or "sqlite:///.agent-unit/agent-unit.db"
-    if chosen.serverless and storage.split(":", 1)[0] in ("sqlite", "memory"):
+    scheme = storage_scheme(storage)
+    if chosen.serverless and scheme in ("sqlite", "memory"):
         raise BuildError(
-            f"the {name} preset needs storage that every invocation shares, not {storage.split(':')[0]}: "
+            f"the {name} preset needs storage that every invocation shares, not {scheme}: "
             'set storage = "redis://...", "postgres://..." or "dynamodb://table?region=..." in agent-unit.toml'
         )
     if chosen.check is not None:
@@ -219,6 +328,12 @@ def build(
     if output.exists() and any(output.iterdir()) and not ours:
         raise BuildError(f"--out {output} is not empty and was not written by agent-unit build: choose a new folder")
 
+    found = Needs()
+    if chosen.python_app:  # before the agents are imported: a missing module is named with its line
+        progress("reading the project's imports")
+        imports = [*project_imports(root, _sources(root)), *_configured_modules(config, source)]
+        found = _needs(root, imports, _adapter_distributions())
+
     progress("discovering agents")
     try:
         registry = agent_sources(root, adapters=config.adapters)
@@ -226,20 +341,31 @@ def build(
         raise BuildError(exc.message) from None
     if not registry:
         raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
+    _check_authorize(config.authorize)
+    if chosen.python_app:
+        authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
+        found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))
+    warnings = [
+        f"{item.where} imports {item.top}, which no installed distribution provides, so the build does not "
+        "vendor it: list its package in requirements.txt if the app needs it"
+        for item in found.unmapped
+    ]
 
     if output.exists():
         shutil.rmtree(output)  # only a folder a build wrote (checked above) or an empty one
     output.mkdir(parents=True)
+    (output / MARKER).write_text(INCOMPLETE)  # until the output is proven to start
     home = output / chosen.app_path
     serves_mcp = True  # a host that runs no Python here (netlify) proxies /mcp to its backend
     if chosen.python_app:
         progress("copying the project")
         _copy_source(root, home / "app")
         progress("vendoring dependencies with pip")
-        requirements = _project_requirements(root)
-        mcp_sdk = _mcp(config, requirements)
-        serves_mcp = bool(mcp_sdk)  # without the SDK, POST /mcp only answers 501: not a route to list
-        _vendor(chosen, [*_store_driver(storage), *mcp_sdk, *requirements], home / "vendor", options)
+        requirements = _requirements(chosen, config, storage, _project_requirements(root), found.distributions)
+        named = {distribution_name(requirement) for requirement in requirements}
+        serves_mcp = "mcp" in named  # without the SDK, POST /mcp only answers 501: not a route to list
+        alone = [requirement for name, requirement in sorted(found.alone.items()) if name not in named]
+        _vendor(chosen, requirements, alone, home / "vendor", options)
 
     progress("rendering templates")
     templates = Environment(
@@ -280,13 +406,23 @@ def build(
                     raise BuildError(
                         f"the generated {target.name} is not valid Python ({exc}): check the config values"
                     ) from None
-    (output / MARKER).write_text("written by agent-unit build: the next build replaces this folder\n")
     if chosen.finish is not None:
         try:
             step = Finish(root=root, output=output, context=context, options=options, progress=progress)
             written += chosen.finish(step)
         except ValueError as exc:  # the preset refused something it found while finishing
             raise BuildError(str(exc)) from None
+    notes = list(chosen.notes)
+    if chosen.start is not None:
+        progress("starting the built app in a clean Python")
+        try:
+            driver = DRIVER_MODULES.get(STORE_DRIVERS.get(scheme, ""))
+            skipped = check_starts(output, chosen.start(options), storage, [driver] if driver else [])
+        except ValueError as exc:  # the marker still says incomplete
+            raise BuildError(str(exc)) from None
+        if skipped is not None:
+            notes.append(f"The output was not started here to check it: {skipped}.")
+    (output / MARKER).write_text(COMPLETE)
     prefix = f"{chosen.app_path}/" if chosen.app_path else ""
     return BuildResult(
         preset=name,
@@ -295,7 +431,8 @@ def build(
         routes=routes(config.base_path, mcp=serves_mcp),
         files=[*sorted(written), *([f"{prefix}app/", f"{prefix}vendor/"] if chosen.python_app else [])],
         run=chosen.run.format(output=_shown(output), name=config.name),
-        notes=list(chosen.notes),
+        notes=notes,
+        warnings=warnings,
     )
 
 

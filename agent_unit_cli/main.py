@@ -130,9 +130,13 @@ def build_command(
         None, "--preset", help="server, docker, aws-lambda, vercel or netlify (default: the config's, or server)."
     ),
     out: Path | None = typer.Option(None, "--out", help="Output folder (default: the preset's)."),
-    arch: str | None = typer.Option(None, "--arch", help="aws-lambda: x86_64 (default) or arm64; vercel: x86_64."),
+    arch: str | None = typer.Option(
+        None, "--arch", help="aws-lambda: x86_64 (default) or arm64; docker: x86_64 or arm64 (default: this machine's)."
+    ),
     python: str | None = typer.Option(
-        None, "--python", help="aws-lambda: 3.11, 3.12 or 3.13 (default: this one); vercel: 3.12 (default) to 3.14."
+        None,
+        "--python",
+        help="aws-lambda: 3.11-3.13; docker: 3.11-3.14 (default: this one); vercel: 3.12 (default) to 3.14.",
     ),
     origin: str | None = typer.Option(None, "--origin", help="netlify: the URL of the agent-unit backend."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (for CI)."),
@@ -161,6 +165,8 @@ def build_command(
     console.print(f"wrote: {', '.join(result.files)}", markup=False)
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     console.print(f"next: [bold]{escape(result.run)}[/bold]")
 
 

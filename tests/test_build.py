@@ -55,26 +55,13 @@ def test_built_server_runs_from_a_moved_copy_in_an_empty_virtualenv(tmp_path: Pa
     assert (moved / ".agent-unit" / "agent-unit.db").exists()  # the embedded store, beside where it runs
 
 
-def test_docker_preset_adds_a_dockerfile(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    shutil.copytree(FIXTURES / "project_ok", project)
-    (project / "agent-unit.toml").write_text("mcp = true\n")
-    result = runner.invoke(app, ["build", "--root", str(project), "--preset", "docker", "--json"])
-    assert result.exit_code == 0, result.output
-    output = Path(json.loads(result.output)["output"])
-    assert "POST   /mcp" in json.loads(result.output)["routes"] and (output / "vendor" / "mcp").is_dir()
-    dockerfile = (output / "Dockerfile").read_text()
-    assert f"FROM python:{sys.version_info.major}.{sys.version_info.minor}-slim" in dockerfile
-    assert 'CMD ["python", "main.py"]' in dockerfile and (output / ".dockerignore").exists()
-    assert (output / "main.py").exists() and (output / "vendor" / "pydantic_core").is_dir()
-
-
 @pytest.mark.parametrize(
     ("files", "args", "message"),
     [
         ({}, ["--preset", "lambda"], "unknown preset 'lambda'"),
         ({"agent-unit.toml": "storge = 'x'\n"}, [], "agent-unit.toml: storge: unknown key"),
-        ({"agents/broken.py": "import nowhere\n"}, [], "agents/broken.py failed to import"),
+        ({"agents/broken.py": "import nowhere\n"}, [], "agents/broken.py:1: nowhere"),
+        ({"agents/broken.py": "raise RuntimeError('no')\n"}, [], "agents/broken.py failed to import"),
         ({"agents/empty.py": "X = 1\n"}, [], "agents/empty.py defines no agent"),
     ],
 )

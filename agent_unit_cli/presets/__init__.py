@@ -6,12 +6,13 @@ A preset never touches another: adding a host is adding a module here and a fold
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRESETS", "BuildOptions", "Finish", "Preset"]
+__all__ = ["PRESETS", "BuildOptions", "Finish", "Preset", "Start", "local_python"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,27 @@ class BuildOptions:
     arch: str | None = None
     python: str | None = None
     origin: str | None = None
+
+
+def local_python() -> str:
+    """This interpreter's version, ``"3.11"``: a target that matches it can be started here."""
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@dataclass(frozen=True)
+class Start:
+    """How the host loads a build's output, so the build can prove it starts before it reports success.
+
+    ``code`` runs in a fresh isolated Python with the function's folder first on ``sys.path``
+    (and as ``FOLDER``): it imports the output's entry and creates the app, as the host does at
+    a cold start.
+    """
+
+    code: str
+    python: str = field(default_factory=local_python)  # the host's Python version
+    platform: str | None = None  # the host's "linux-x86_64" or "linux-aarch64"; None: this machine
+    folder: str = ""  # the function's folder, under the output
+    archive: str = ""  # or a zip under the output that the host unpacks into the function's folder
 
 
 @dataclass
@@ -52,6 +74,7 @@ class Preset:
     context: Callable[[Any, BuildOptions], dict[str, Any]] | None = None  # more template values
     finish: Callable[[Finish], list[str]] | None = None  # the preset's own last steps; the files it wrote
     requirements: tuple[str, ...] = ()  # what the host's entry needs besides the runtime (pinned at build)
+    start: Callable[[BuildOptions], Start] | None = None  # how the host loads the output (None: no Python app)
 
 
 def _load() -> dict[str, Preset]:

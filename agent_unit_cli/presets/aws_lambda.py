@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import BuildOptions, Finish, Preset
+from ..pip import linux_wheels as wheels
+from . import BuildOptions, Finish, Preset, Start
 
 RUNTIMES = ("3.11", "3.12", "3.13")
 ARCHITECTURES = {"x86_64": "x86_64", "arm64": "aarch64"}
@@ -42,15 +43,17 @@ def check(config: Any, options: BuildOptions) -> None:
 
 def linux_wheels(options: BuildOptions) -> list[str]:
     """Wheels for Lambda's Amazon Linux: manylinux, the function's architecture and Python."""
-    return [
-        "--platform",
-        f"manylinux2014_{ARCHITECTURES[_arch(options)]}",
-        "--implementation",
-        "cp",
-        "--python-version",
-        _python(options),
-        "--only-binary=:all:",
-    ]
+    return wheels(ARCHITECTURES[_arch(options)], _python(options))
+
+
+def start(options: BuildOptions) -> Start:
+    """Lambda unpacks function.zip and imports ``handler``; the app is created at the first invocation."""
+    return Start(
+        code="import handler\nhandler.create_app()",
+        python=_python(options),
+        platform=f"linux-{ARCHITECTURES[_arch(options)]}",
+        archive="function.zip",
+    )
 
 
 def schedule(cron: str | bool) -> str | None:
@@ -141,7 +144,10 @@ preset = Preset(
     context=context,
     finish=finish,
     requirements=("mangum", "httpx"),
+    start=start,
     notes=(
+        "The Function URL is public (AuthType NONE): `authorize` in agent-unit.toml is what guards the agents' "
+        "routes, so set it before you deploy.",
         "Lambda's Python runtime cannot stream: a start or resume answers when the run parks, ends or yields, "
         "with its events so far; read the rest from /runs/{id}/events.",
         "Set AgentUnitUrl to the FunctionUrl output after the first deploy, so long runs continue at once "

@@ -1,6 +1,14 @@
 """``server``: a self-contained folder that runs with ``python main.py`` (uvicorn), on any host with Python."""
 
-from . import Preset
+from . import BuildOptions, Preset, Start
+
+START = "import main\nassert main.app is not None"
+"""What ``python main.py`` does before it serves: import the entry and create the app."""
+
+
+def start(options: BuildOptions) -> Start:
+    return Start(code=START)
+
 
 preset = Preset(
     name="server",
@@ -10,4 +18,5 @@ preset = Preset(
     storage="any (default: SQLite file in the working directory)",
     templates=("server",),
     run="python {output}/main.py",
+    start=start,
 )

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from typing import Any
 
-from . import BuildOptions, Finish, Preset
+from ..pip import PipError, install
+from ..pip import linux_wheels as wheels
+from . import BuildOptions, Finish, Preset, Start
 
 FUNCTION = "agent-unit"
 """The function's name: ``functions/agent-unit.func``, reached as ``/agent-unit``."""
@@ -47,15 +48,19 @@ def check(config: Any, options: BuildOptions) -> None:
 
 def linux_wheels(options: BuildOptions) -> list[str]:
     """Wheels for the function's Amazon Linux: manylinux, x86_64, the function's Python."""
-    return [
-        "--platform",
-        "manylinux2014_x86_64",
-        "--implementation",
-        "cp",
-        "--python-version",
-        _python(options),
-        "--only-binary=:all:",
-    ]
+    return wheels("x86_64", _python(options))
+
+
+def start(options: BuildOptions) -> Start:
+    """As Vercel loads the function: ``vendor/`` on the path (with its .pth files), the entry, then the handler.
+
+    The entry first, so that an error of the project's shows as its own; the handler then
+    hands that app to Vercel's runtime (which serves it only behind the platform's socket).
+    """
+    code = "import os, site, sys\nvendor = os.path.join(FOLDER, 'vendor')\nsite.addsitedir(vendor)\n"
+    code += f"sys.path.insert(0, vendor)\nimport {ENTRY}\nassert {ENTRY}.app is not None\n"
+    code += f"import {HANDLER}\nassert callable({HANDLER}.vc_handler)"
+    return Start(code=code, python=_python(options), platform="linux-x86_64", folder=f"functions/{FUNCTION}.func")
 
 
 def context(config: Any, options: BuildOptions) -> dict[str, Any]:
@@ -103,12 +108,11 @@ def function_config(python: str) -> dict[str, Any]:
 def _vendor_runtime(step: Finish) -> None:
     """Vercel's runtime package from PyPI, beside the other dependencies (it needs none of its own)."""
     step.progress(f"vendoring {VERCEL_RUNTIME}")
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
-    command += ["--no-deps", "--target", str(step.output / "functions" / f"{FUNCTION}.func" / "vendor")]
-    command += [*linux_wheels(step.options), VERCEL_RUNTIME]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:  # the build reports it as a BuildError
-        raise ValueError(f"pip could not install {VERCEL_RUNTIME}:\n{done.stderr.strip()[-2000:]}")
+    vendor = step.output / "functions" / f"{FUNCTION}.func" / "vendor"
+    try:
+        install([VERCEL_RUNTIME], vendor, platform=linux_wheels(step.options), deps=False, what=VERCEL_RUNTIME)
+    except PipError as exc:  # the build reports it as a BuildError
+        raise ValueError(str(exc)) from None
 
 
 def _precompile(step: Finish, version: str) -> None:
@@ -163,6 +167,7 @@ preset = Preset(
     context=context,
     finish=finish,
     requirements=("httpx",),
+    start=start,
     notes=(
         "Set AGENT_UNIT_SECRET (or CRON_SECRET, which Vercel's cron sends) in the project's environment "
         "variables: the sweep and long runs' continuations need it.",
