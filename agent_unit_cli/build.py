@@ -22,7 +22,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 import agent_unit
-from agent_unit.adapters import ENTRY_POINT_GROUP
+from agent_unit.adapters import ENTRY_POINT_GROUP, AdapterError
+from agent_unit.adapters.registry import load_adapter
 from agent_unit.discovery import agent_sources, load_registry
 from agent_unit.errors import DiscoveryError
 from agent_unit.http.auth import load_authorize
@@ -260,9 +261,9 @@ def _adapter_distributions() -> list[str]:
 def _needs(root: Path, imports: list[Import], distributions: list[str]) -> Needs:
     found = needs(imports, _own_modules(root), distributions)
     if found.missing:
-        listed = "\n".join(f"  {item.where}: {item.module.split('.')[0]}" for item in found.missing)
+        listed = "; ".join(f"{item.where}: {item.module.split('.')[0]}" for item in found.missing)
         raise BuildError(
-            f"the project imports modules that are not installed here, so the build cannot vendor them:\n{listed}\n"
+            f"the project imports modules that are not installed here, so the build cannot vendor them ({listed}): "
             "install the packages that provide them (and list them in requirements.txt), or remove the imports"
         )
     return found
@@ -331,6 +332,11 @@ def build(
     found = Needs()
     if chosen.python_app:  # before the agents are imported: a missing module is named with its line
         progress("reading the project's imports")
+        for reference in config.adapters:  # a configured adapter that cannot load says so first, by its reference
+            try:
+                load_adapter(reference)
+            except AdapterError as exc:
+                raise BuildError(f"{source}: {exc.message}") from None
         imports = [*project_imports(root, _sources(root)), *_configured_modules(config, source)]
         found = _needs(root, imports, _adapter_distributions())
 

@@ -144,13 +144,20 @@ def build_command(
     """Build the agents for a host."""
     options = BuildOptions(arch=arch, python=python, origin=origin)
     with reported(as_json):
-        config, _ = load_config(root)
+        config, source = load_config(root)
+        named = source.name if source is not None else "agent-unit.toml"
         if as_json:
-            result = build(root, config, preset=preset, out=out, options=options)
+            result = build(root, config, preset=preset, out=out, options=options, source=named)
         else:
             with console.status("building") as status:
                 result = build(
-                    root, config, preset=preset, out=out, options=options, progress=lambda step: status.update(step)
+                    root,
+                    config,
+                    preset=preset,
+                    out=out,
+                    options=options,
+                    source=named,
+                    progress=lambda step: status.update(step),
                 )
     if as_json:
         print(json.dumps(result.to_dict()))

@@ -521,24 +521,21 @@ async def odd(input: str, run: Run) -> str:
     return "\udfff"
 
 
-async def test_a_value_holding_a_lone_surrogate_is_echoed_escaped_on_every_protocol() -> None:
-    # The memory store keeps Python strings, so a run's output or event can hold one: every JSON
-    # body and stream writes it as its JSON escape instead of failing with a 500 or a cut stream.
+async def test_a_value_holding_a_lone_surrogate_fails_its_run_cleanly_on_every_protocol() -> None:
+    # No store keeps such a value (the memory store included): the run fails once with a message
+    # that names it, and every JSON body and stream says so whole, never a 500 or a cut stream.
     app = create_agent_unit({"odd": odd}, store="memory://", public_url="http://unit")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
         started = await http.post("/agents/odd/runs?wait=1", json={"input": "x"})
-        assert started.status_code == 200 and '"output":"\\udfff"' in started.text
-        run = started.json()
-        assert (await http.get(f"/runs/{run['id']}")).json()["output"] == "\udfff"
-        events = sse((await http.get(f"/runs/{run['id']}/events")).text)
-        assert events[1]["value"] == "\ud800" and events[-1]["type"] == "RUN_FINISHED"
+        assert started.status_code == 200 and started.json()["status"] == "failed", started.text
+        assert "lone surrogate" in started.json()["error"]["message"]
+        events = sse((await http.get(f"/runs/{started.json()['id']}/events")).text)
+        assert events[-1]["type"] == "RUN_ERROR" and "lone surrogate" in events[-1]["message"]
         ag_ui = await http.post("/agents/odd/ag-ui", json=_ag_ui(forwardedProps={"input": "x"}))
-        assert ag_ui.status_code == 200 and '"value":"\\ud800"' in ag_ui.text and "RUN_FINISHED" in ag_ui.text
+        assert ag_ui.status_code == 200 and "RUN_ERROR" in ag_ui.text and "lone surrogate" in ag_ui.text
         message = _a2a_message([{"text": "x"}])
         a2a = await http.post("/a2a", json=_rpc("SendStreamingMessage", {"message": message}))
-        assert a2a.status_code == 200 and "TASK_STATE_COMPLETED" in a2a.text and "INTERNAL" not in a2a.text
-        sent = await http.post("/a2a", json=_rpc("SendMessage", {"message": message}))
-        assert sent.json()["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "\udfff"
+        assert a2a.status_code == 200 and "TASK_STATE_FAILED" in a2a.text and "INTERNAL" not in a2a.text
     await app.engine.aclose()
 
 

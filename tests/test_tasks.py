@@ -284,9 +284,7 @@ def test_an_app_without_a_lifespan_still_gets_the_scheduler_and_the_drain(tmp_pa
     assert [name for name, _ in LEDGER] == ["beat"]
 
 
-def test_agent_unit_dev_schedules_the_configured_tasks_from_the_project_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_agent_unit_dev_schedules_the_configured_tasks_from_the_project_folder(tmp_path: Path) -> None:
     import shutil
 
     from agent_unit_cli import dev
@@ -294,7 +292,6 @@ def test_agent_unit_dev_schedules_the_configured_tasks_from_the_project_folder(
     shutil.copytree(Path(__file__).parent / "fixtures" / "project_ok" / "agents", tmp_path / "agents")
     (tmp_path / "devjobs.py").write_text("def tidy(name, scheduled_at):\n    return 'tidied'\n")
     (tmp_path / "agent-unit.toml").write_text('[tasks.tidy]\nschedule = "*/5 * * * *"\nhandler = "devjobs:tidy"\n')
-    monkeypatch.setenv("AGENT_UNIT_ROOT", str(tmp_path))
-    app = dev.app()
+    app = dev.create_app(tmp_path)
     assert app.scheduler is not None and list(app.scheduler.tasks) == ["tidy"]
     assert app.scheduler.tasks["tidy"].schedule == "*/5 * * * *"
