@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .. import env
+from ..errors import StoreConfigError
 from .protocol import Store
 
 __all__ = ["DEFAULT_STORE_URL", "Store", "open_store"]
@@ -25,14 +26,20 @@ def expand(url: str) -> str:
     def value(match: re.Match[str]) -> str:
         found = env.get(match.group(1))
         if found is None:
-            raise ValueError(f"the store URL needs ${{{match.group(1)}}}, which is not set: set it in the environment")
+            raise StoreConfigError(
+                f"the store URL needs ${{{match.group(1)}}}, which is not set: set it in the environment"
+            )
         return str(found)
 
     return _VARIABLE.sub(value, url)
 
 
 def open_store(url: str | None = None) -> Store:
-    """Open the store at ``url`` (the embedded SQLite file when ``None``); ``${NAME}`` expands."""
+    """Open the store at ``url`` (the embedded SQLite file when ``None``); ``${NAME}`` expands.
+
+    A URL that cannot be used as written raises :class:`~agent_unit.errors.StoreConfigError`
+    (a ``StoreUnavailable`` and a ``ValueError``) naming the problem, never the password.
+    """
     url = expand(url or DEFAULT_STORE_URL)
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "memory":
@@ -47,21 +54,21 @@ def open_store(url: str | None = None) -> Store:
         try:
             from .redis import RedisStore
         except ImportError:
-            raise ValueError('redis:// needs the redis extra: pip install "agent-unit[redis]"') from None
+            raise StoreConfigError('redis:// needs the redis extra: pip install "agent-unit[redis]"') from None
         return RedisStore.from_url(url.replace("valkey", "redis", 1) if scheme.startswith("valkey") else url)
     if scheme in ("postgres", "postgresql"):
         try:
             from .postgres import PostgresStore
         except ImportError:
-            raise ValueError('postgres:// needs the postgres extra: pip install "agent-unit[postgres]"') from None
+            raise StoreConfigError('postgres:// needs the postgres extra: pip install "agent-unit[postgres]"') from None
         return PostgresStore.from_url(url)
     if scheme == "dynamodb":
         try:
             from .dynamodb import DynamoDBStore
         except ImportError:
-            raise ValueError('dynamodb:// needs the aws extra: pip install "agent-unit[aws]"') from None
+            raise StoreConfigError('dynamodb:// needs the aws extra: pip install "agent-unit[aws]"') from None
         return DynamoDBStore.from_url(url)
-    raise ValueError(
+    raise StoreConfigError(
         f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db, redis://host:6379, "
         "postgres://user@host/db or dynamodb://table?region=..."
     )
