@@ -1,0 +1,87 @@
+"""A locked SQLite file never stalls the server: waiting for the lock leaves the event loop free,
+and a write that cannot get the lock in time is a 503 with Retry-After, never a 500."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from agent_unit import create_agent_unit
+
+from .http_agents import AGENTS
+
+_HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")  # the file's write lock, until told to let go
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+"""
+
+
+@contextmanager
+def write_lock(path: Path) -> Iterator[None]:
+    """Another process holds the database's write lock for the duration of the block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+async def test_a_request_is_answered_while_another_waits_for_a_locked_sqlite_file_and_that_one_gets_a_503(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    app = create_agent_unit(AGENTS, store=f"sqlite:///{path}?busy_timeout=3000")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        assert (await http.get("/runs")).json()["runs"] == []
+        with write_lock(path):
+            start = asyncio.ensure_future(http.post("/agents/refund/runs", json={"input": {"order_id": "o_1"}}))
+            await asyncio.sleep(
+                0.2
+            )  # the start reaches the locked file (a loop blocked by it would not even wake here)
+            listed = await http.get("/agents")
+            assert listed.status_code == 200 and "refund" in listed.text
+            assert not start.done()  # answered while the start still waits for the lock, which is still held
+            refused = await start
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "store_unavailable" and int(refused.headers["retry-after"]) >= 1
+        assert "runs.db" not in refused.text and str(tmp_path) not in refused.text  # the kind only
+        assert (await http.get("/runs")).json()["runs"] == []  # no run was created
+
+        # the lock let go: everything works again
+        started = await http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}})
+        assert started.status_code == 200 and started.json()["status"] == "interrupted"
+    await app.engine.aclose()
+
+
+async def test_a_step_waits_for_a_briefly_locked_file_without_failing(tmp_path: Path) -> None:
+    from agent_unit.records import JournalEntry
+    from agent_unit.stores.sqlite import SQLiteStore
+
+    from .conformance.test_store import make_record
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    record = make_record()
+    await store.create_run(record)
+    with write_lock(Path(store.path)):
+        append = asyncio.ensure_future(store.append(record.id, owner="a", journal=[JournalEntry("k", "1")]))
+        await asyncio.sleep(0.1)
+        assert not append.done()  # waiting, off the loop's thread
+    assert await append == 0  # it went through once the lock was let go
+    assert list(await store.load_journal(record.id)) == ["k"]
+    await store.close()
