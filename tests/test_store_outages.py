@@ -1,5 +1,6 @@
-"""A locked SQLite file never stalls the server: waiting for the lock leaves the event loop free,
-and a write that cannot get the lock in time is a 503 with Retry-After, never a 500."""
+"""A locked or vanished store never stalls the server: waiting for SQLite's lock leaves the event
+loop free, a write that cannot get the lock in time is a 503 with Retry-After (never a 500), and
+an event stream whose store goes away ends cleanly, for the client to reconnect."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agent_unit import create_agent_unit
 
 from .http_agents import AGENTS
+from .server import Server
+from .servers import PostgresServer, RedisServer
 
 _HOLDER = """
 import sqlite3, sys
@@ -85,3 +89,28 @@ async def test_a_step_waits_for_a_briefly_locked_file_without_failing(tmp_path: 
     assert await append == 0  # it went through once the lock was let go
     assert list(await store.load_journal(record.id)) == ["k"]
     await store.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres"])
+def test_an_event_stream_whose_store_goes_away_ends_cleanly_and_can_be_resumed(kind: str, tmp_path: Path) -> None:
+    store: RedisServer | PostgresServer
+    store = RedisServer().start(keep_data=tmp_path) if kind == "redis" else PostgresServer().start()
+    server = Server(store.url, env={"TEST_AGENTS": "tests.process_agents:AGENTS"}).start()
+    try:
+        run_id = httpx.post(f"{server.url}/agents/approval/runs?wait=1", json={"input": 1}).json()["id"]
+        lines: list[str] = []
+        with httpx.stream("GET", f"{server.url}/runs/{run_id}/events?follow=1", timeout=30) as stream:
+            for line in stream.iter_lines():  # a cut chunked body would raise here
+                lines.append(line)
+                if line.startswith("data:") and "RUN_INTERRUPTED" in line:
+                    store.stop()  # the store goes away while the stream follows the run
+        assert stream.status_code == 200
+        last_id = [line for line in lines if line.startswith("id:")][-1].split(":", 1)[1].strip()
+        assert lines[-3:] == [": the stream was interrupted: reconnect with Last-Event-ID", "retry: 1000", ""]
+
+        store.start()  # back: the client reconnects where it stopped, with nothing missed or repeated
+        again = httpx.get(f"{server.url}/runs/{run_id}/events", headers={"last-event-id": last_id}, timeout=30)
+        assert again.status_code == 200 and "data:" not in again.text
+    finally:
+        server.stop()
+        store.remove() if isinstance(store, PostgresServer) else store.stop()
