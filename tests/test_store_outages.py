@@ -114,3 +114,27 @@ def test_an_event_stream_whose_store_goes_away_ends_cleanly_and_can_be_resumed(k
     finally:
         server.stop()
         store.remove() if isinstance(store, PostgresServer) else store.stop()
+
+
+async def test_the_client_following_a_stream_cut_short_by_a_store_outage_reconnects_instead_of_stopping(
+    tmp_path: Path,
+) -> None:
+    from agent_unit.client import AgentClient
+    from agent_unit.errors import StoreUnavailable
+
+    store = RedisServer().start(keep_data=tmp_path)
+    server = Server(store.url, env={"TEST_AGENTS": "tests.process_agents:AGENTS"}).start()
+    client = AgentClient(server.url, reconnects=1)
+    try:
+        run_id = (await client.start("approval", 1, wait=True))["id"]
+        seen = []
+        with pytest.raises(StoreUnavailable):  # it reconnected, and was told the store is still away
+            async for event in client.events(run_id, follow=True):
+                seen.append(event["type"])
+                if event["type"] == "RUN_INTERRUPTED":
+                    store.stop()
+        assert seen[-1] == "RUN_INTERRUPTED"  # it did not take the early end for the end of the run
+    finally:
+        await client.aclose()
+        server.stop()
+        store.stop()
