@@ -73,7 +73,9 @@ async def test_a_request_is_answered_while_another_waits_for_a_locked_sqlite_fil
     await app.engine.aclose()
 
 
-async def test_a_step_waits_for_a_briefly_locked_file_without_failing(tmp_path: Path) -> None:
+async def test_a_step_waits_for_a_briefly_locked_file_without_failing_and_the_file_can_be_opened(
+    tmp_path: Path,
+) -> None:
     from agent_unit.records import JournalEntry
     from agent_unit.stores.sqlite import SQLiteStore
 
@@ -86,6 +88,9 @@ async def test_a_step_waits_for_a_briefly_locked_file_without_failing(tmp_path: 
         append = asyncio.ensure_future(store.append(record.id, owner="a", journal=[JournalEntry("k", "1")]))
         await asyncio.sleep(0.1)
         assert not append.done()  # waiting, off the loop's thread
+        second = SQLiteStore(store.path)  # opening the existing file needs no write lock: a server starts
+        assert await second.load_run(record.id) == record
+        await second.close()
     assert await append == 0  # it went through once the lock was let go
     assert list(await store.load_journal(record.id)) == ["k"]
     await store.close()

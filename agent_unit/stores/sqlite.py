@@ -116,12 +116,13 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            with self._write():
-                if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            self._db.execute(statement)
-                    self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:  # a read: no lock taken
+                with self._write():
+                    if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
+                        for statement in _SCHEMA.split(";"):
+                            if statement.strip():
+                                self._db.execute(statement)
+                        self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             self._db.execute("PRAGMA busy_timeout = 0")
         except (OSError, sqlite3.Error) as exc:
             raise unavailable("sqlite", "cannot be opened", url=self.url, detail=str(exc)) from None
