@@ -18,10 +18,12 @@ __all__ = ["StoreConfigError", "StoreUnavailable", "number", "options", "safe_ur
 log = logging.getLogger("agent_unit.stores")
 
 
-def unavailable(kind: str, problem: str, *, url: str, detail: str = "") -> StoreUnavailable:
-    """The outage error (``"the {kind} store {problem}"``), with where and why logged, not shown."""
+def unavailable(
+    kind: str, problem: str, *, url: str, detail: str = "", then: str = "try again later"
+) -> StoreUnavailable:
+    """The outage error (``"the {kind} store {problem}: {then}"``), with where and why logged, not shown."""
     log.warning("the %s store at %s %s%s", kind, url, problem, f": {detail}" if detail else "")
-    return StoreUnavailable(f"the {kind} store {problem}: try again later")
+    return StoreUnavailable(f"the {kind} store {problem}: {then}")
 
 
 def options(kind: str, url: str, allowed: Mapping[str, str] | None) -> dict[str, str]:

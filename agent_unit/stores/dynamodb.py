@@ -201,10 +201,11 @@ class DynamoDBStore:
             if not self._create:
                 raise unavailable(
                     "dynamodb",
-                    "has no table of the name in its URL: create it (agent-unit build --preset aws-lambda writes"
-                    " its template), or add ?create=true to the store URL",
+                    "has no table of the name in its URL",
                     url=self.url,
                     detail=f"table {self.table!r} does not exist",
+                    then="create it (agent-unit build --preset aws-lambda writes its template), "
+                    "or add ?create=true to the store URL",
                 ) from None
             await asyncio.to_thread(self._create_table)
         except BotoCoreError as exc:

@@ -204,10 +204,11 @@ class PostgresStore:
             except psycopg.Error as exc:
                 reason = _reason(exc, self._secret)
                 if "password" in reason:
-                    problem = "refused the password: check the URL"
+                    problem, then = "refused the password", "check the store URL"
                 else:
                     problem = "cannot be reached" if isinstance(exc, psycopg.OperationalError) else "cannot be used"
-                raise unavailable("postgres", problem, url=self.url, detail=reason) from None
+                    then = "try again later"
+                raise unavailable("postgres", problem, url=self.url, detail=reason, then=then) from None
             self._ready = True
 
     async def check(self) -> None:

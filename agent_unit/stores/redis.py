@@ -231,7 +231,7 @@ class RedisStore:
         try:
             yield
         except AuthenticationError:
-            raise unavailable("redis", "refused the password: check the URL", url=self.url) from None
+            raise unavailable("redis", "refused the password", url=self.url, then="check the store URL") from None
         except (ConnectionError, TimeoutError, OSError) as exc:
             raise unavailable("redis", "cannot be reached", url=self.url, detail=repr(exc)) from None
         except busy as exc:  # the server is up but will not take writes now (out of memory, a replica...)
