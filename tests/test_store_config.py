@@ -156,3 +156,16 @@ async def test_the_postgres_pool_wakes_its_waiters_when_connecting_fails() -> No
         results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 20)
     assert all(isinstance(result, psycopg.OperationalError) for result in results)  # nobody hangs
     assert pool._open == 0 and not pool._waiting
+
+
+async def test_postgres_refusing_a_value_is_a_value_error_not_an_outage(postgres_url: str) -> None:
+    from agent_unit.errors import StoreValueError
+
+    store = open_store(postgres_url)
+    record = make_record()
+    await store.create_run(record)
+    with pytest.raises(StoreValueError, match="cannot be stored") as caught:  # PostgreSQL text holds no NUL
+        await store.append(record.id, owner="a", journal=[JournalEntry("k", "1")], events=["a\x00b"])
+    assert not isinstance(caught.value, StoreUnavailable)
+    assert await store.load_journal(record.id) == {} and await store.last_seq(record.id) == 0  # nothing written
+    await store.close()
