@@ -75,6 +75,11 @@ def _start_body(input: Any, thread_id: str | None) -> dict[str, Any]:
     return {"input": input} if thread_id is None else {"input": input, "thread_id": thread_id}
 
 
+def _interrupted(sse: Any) -> bool:
+    """The server's last word on a stream it had to end early: ``retry:`` and no event (spec/events.md)."""
+    return sse.retry is not None and not sse.data
+
+
 def _event(sse: Any) -> RunEvent | None:
     """A stored event with its seq, or None for a keep-alive."""
     if not sse.data:
@@ -143,14 +148,18 @@ class AgentClient:
                     _raise_for(response)
                 run_id = response.headers.get("x-run-id", run_id)
                 after = int(response.headers.get("x-stream-after", "0"))
+                interrupted = False
                 async for sse in EventSource(response).aiter_sse():
                     if (event := _event(sse)) is not None:
                         after = event.seq
                         yield event
-                return
+                    interrupted = _interrupted(sse)
+                if not interrupted:
+                    return
         except _DROPPED:
             if run_id is None or after is None:
                 raise
+        assert run_id is not None and after is not None
         async for event in self._follow(run_id, after, False):
             yield event
 
@@ -167,16 +176,24 @@ class AgentClient:
                     if response.status_code >= 400:
                         await response.aread()
                         _raise_for(response)
+                    interrupted = False
                     async for sse in EventSource(response).aiter_sse():
                         if (event := _event(sse)) is not None:
                             after, failures = event.seq, 0
                             yield event
-                    return
+                        interrupted = _interrupted(sse)
+                    if not interrupted:
+                        return
             except _DROPPED:
                 failures += 1
                 if failures > self._reconnects:
                     raise
                 await asyncio.sleep(min(0.1 * 2**failures, 5.0))
+                continue
+            failures += 1  # the server ended the stream early (its store went away): reconnect the same way
+            if failures > self._reconnects:
+                raise errors.StoreUnavailable("the server's store stayed unavailable: try again later")
+            await asyncio.sleep(min(0.1 * 2**failures, 5.0))
 
     # -- records ---------------------------------------------------------------------------
 

@@ -26,9 +26,11 @@ __all__ = [
     "RunNotFound",
     "StepResultError",
     "Unauthorized",
+    "StoreConfigError",
     "StoreUnavailable",
     "TaskError",
     "UnstorableValue",
+    "StoreValueError",
     "UnsupportedMediaType",
     "VALUE_ERRORS",
 ]
@@ -152,9 +154,31 @@ class PayloadTooLarge(AgentUnitError):
 
 
 class StoreUnavailable(AgentUnitError):
-    """The store cannot be reached, or refused us (a wrong password); the message names it without secrets."""
+    """The store cannot be reached, refused us (a wrong password), or stayed busy (a lock, throttling).
+
+    An outage: the same write may succeed later, so a run is recovered from its journal and a
+    client is told to retry (503 with ``Retry-After``). The message names the store's kind only,
+    never its host, port or database (the log has those, without the password).
+    """
 
     code, status = "store_unavailable", 503
+    retry_after: int = 1
+    """Seconds a client should wait before it tries again (the ``Retry-After`` header)."""
+
+
+class StoreConfigError(StoreUnavailable, ValueError):
+    """The store URL cannot be used as written (a port that is not a number, an unknown option or scheme).
+
+    Also a ``ValueError``, so code that checked a URL that way still does; the message names the problem.
+    """
+
+
+class StoreValueError(AgentUnitError):
+    """A value cannot be stored as it is: text that is not valid Unicode (a lone surrogate), a number
+    or size the store cannot hold. The fault of the value, never an outage: nothing was written, and
+    the write would fail again, so the engine makes it the run's error (or the request's, 422)."""
+
+    code, status = "invalid_value", 422
 
 
 class UnsupportedMediaType(AgentUnitError):

@@ -134,7 +134,19 @@ class PostgresServer:
             user=self._user,
         )
         _wait_for_port(self.port, self._process, "postgres")
-        return self
+        # An open port is not a ready server: until recovery ends it answers "the database system
+        # is starting up", which a test would take for the error it is looking for.
+        import psycopg
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=5).close()
+                return self
+            except psycopg.OperationalError as exc:
+                if "starting up" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def stop(self, sig: int = signal.SIGINT) -> None:
         if self._process is not None:

@@ -1,4 +1,5 @@
-"""Bad store configuration is one clear error at start, naming the store without its secret."""
+"""Bad store configuration is one clear error at start, naming the store's kind: never its secret, host,
+port or database (a client may see the message in a 503; the log has where, without the password)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_unit import create_agent_unit
-from agent_unit.errors import StoreUnavailable
+from agent_unit.errors import StoreConfigError, StoreUnavailable
 from agent_unit.records import JournalEntry
 from agent_unit.stores import open_store
 
@@ -25,13 +26,14 @@ async def refused(url: str, secret: str | None = None) -> str:
     message = caught.value.message
     if secret is not None:
         assert secret not in message and secret not in store.url
+    assert "127.0.0.1" not in message and "localhost" not in message  # no host, so no port or database either
     return message
 
 
 async def test_redis_unreachable() -> None:
     port = free_port()
     message = await refused(f"redis://:s3cret@127.0.0.1:{port}/0", "s3cret")
-    assert message.startswith(f"the store at redis://***@127.0.0.1:{port}/0 cannot be reached")
+    assert message.startswith("the redis store cannot be reached") and str(port) not in message
 
 
 async def test_redis_wrong_password() -> None:
@@ -49,14 +51,15 @@ async def test_redis_wrong_password() -> None:
 async def test_postgres_unreachable() -> None:
     port = free_port()
     message = await refused(f"postgres://app:s3cret@127.0.0.1:{port}/runs", "s3cret")
-    assert message.startswith(f"the store at postgresql://***@127.0.0.1:{port}/runs cannot be used")
+    assert message.startswith("the postgres store cannot be reached")
+    assert str(port) not in message and "runs" not in message
 
 
 async def test_postgres_wrong_password() -> None:
     server = PostgresServer(password="right").start()
     try:
         message = await refused(f"postgres://postgres:wrong@127.0.0.1:{server.port}/postgres", "wrong")
-        assert "password authentication failed" in message
+        assert message.startswith("the postgres store refused the password") and "postgres:" not in message
         store = open_store(server.url)
         await store.check()  # type: ignore[attr-defined]
         await store.close()
@@ -66,7 +69,8 @@ async def test_postgres_wrong_password() -> None:
 
 async def test_dynamodb_emulator_missing_table_and_malformed_urls(dynamodb_endpoint: str) -> None:
     message = await refused(f"dynamodb://nowhere?region=us-east-1&endpoint_url={dynamodb_endpoint}")
-    assert "table 'nowhere' does not exist" in message and "?create=true" in message
+    assert "has no table of the name in its URL" in message and "?create=true" in message
+    assert "nowhere" not in message
     with pytest.raises(ValueError, match="write dynamodb://TABLE"):
         open_store("dynamodb://?region=us-east-1")
     with pytest.raises(ValueError, match="unknown store URL scheme 'mongodb'"):
@@ -85,12 +89,17 @@ async def test_dynamodb_emulator_refuses_a_value_too_large_for_an_item(dynamodb_
     await store.close()
 
 
-def test_a_server_with_an_unreachable_store_fails_at_start_with_one_clear_error() -> None:
+def test_a_server_with_an_unreachable_store_fails_at_start_with_one_clear_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     port = free_port()
     app = create_agent_unit({}, store=f"redis://:s3cret@127.0.0.1:{port}/0")
-    with pytest.raises(StoreUnavailable, match=r"redis://\*\*\*@127.0.0.1") as caught, TestClient(app):
+    with pytest.raises(StoreUnavailable, match="the redis store cannot be reached") as caught, TestClient(app):
         pass
-    assert "s3cret" not in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "127.0.0.1" not in str(caught.value)
+    logged = [record.getMessage() for record in caplog.records if record.name == "agent_unit.stores"]
+    assert any(f"redis://***@127.0.0.1:{port}/0" in line for line in logged)  # where, for the operator
+    assert not any("s3cret" in line for line in logged)
 
 
 async def test_postgres_serves_more_callers_than_it_has_connections(postgres_url: str) -> None:
@@ -106,8 +115,9 @@ async def test_postgres_serves_more_callers_than_it_has_connections(postgres_url
 
 
 async def test_a_malformed_postgres_url_never_echoes_its_password() -> None:
-    message = await refused("postgres://app:s3cret@127.0.0.1:notaport/runs", "s3cret")
-    assert "cannot be used" in message
+    with pytest.raises(StoreConfigError, match="the port 'notaport' is not a number") as caught:
+        open_store("postgres://app:s3cret@127.0.0.1:notaport/runs")
+    assert "s3cret" not in caught.value.message
 
 
 async def test_the_postgres_pool_keeps_a_connection_handed_to_a_caller_that_gave_up(postgres_url: str) -> None:
@@ -146,3 +156,16 @@ async def test_the_postgres_pool_wakes_its_waiters_when_connecting_fails() -> No
         results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 20)
     assert all(isinstance(result, psycopg.OperationalError) for result in results)  # nobody hangs
     assert pool._open == 0 and not pool._waiting
+
+
+async def test_postgres_refusing_a_value_is_a_value_error_not_an_outage(postgres_url: str) -> None:
+    from agent_unit.errors import StoreValueError
+
+    store = open_store(postgres_url)
+    record = make_record()
+    await store.create_run(record)
+    with pytest.raises(StoreValueError, match="cannot be stored") as caught:  # PostgreSQL text holds no NUL
+        await store.append(record.id, owner="a", journal=[JournalEntry("k", "1")], events=["a\x00b"])
+    assert not isinstance(caught.value, StoreUnavailable)
+    assert await store.load_journal(record.id) == {} and await store.last_seq(record.id) == 0  # nothing written
+    await store.close()

@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 
 from starlette.types import Receive, Scope, Send
 
 from ..engine import RunEngine
+from ..errors import StoreUnavailable
 from ..records import FINISHED, RunStatus
 
 __all__ = ["SSEResponse", "event_stream", "utf8"]
+
+log = logging.getLogger("agent_unit.http")
+
+# A comment (clients ignore it: no event is made up) and the reconnection delay in milliseconds.
+INTERRUPTED = b": the stream was interrupted: reconnect with Last-Event-ID\nretry: 1000\n\n"
 
 # A stream that does not follow ends once the run is in one of these and every event is sent.
 PARKED = frozenset({RunStatus.interrupted, RunStatus.sleeping}) | FINISHED
@@ -122,11 +129,20 @@ class SSEResponse:
         watcher = asyncio.ensure_future(watch())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            async for chunk in self._make_body(stop):
-                if stop.is_set():
-                    break
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            ending = b""
+            try:
+                async for chunk in self._make_body(stop):
+                    if stop.is_set():
+                        break
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except OSError:
+                raise  # the client is gone: nobody to end the stream for
+            except StoreUnavailable:  # the store logged where and why
+                ending = INTERRUPTED
+            except Exception:  # a 200 has been sent: end the body cleanly rather than cut it
+                log.exception("agent-unit: an event stream failed; it ends and the client reconnects")
+                ending = INTERRUPTED
             with contextlib.suppress(OSError):
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await send({"type": "http.response.body", "body": ending, "more_body": False})
         finally:
             watcher.cancel()

@@ -10,6 +10,7 @@ import importlib
 import re
 
 from .. import env
+from ..errors import StoreConfigError
 from .protocol import Store
 
 __all__ = ["DEFAULT_STORE_URL", "Store", "open_store"]
@@ -26,7 +27,9 @@ def expand(url: str) -> str:
     def value(match: re.Match[str]) -> str:
         found = env.get(match.group(1))
         if found is None:
-            raise ValueError(f"the store URL needs ${{{match.group(1)}}}, which is not set: set it in the environment")
+            raise StoreConfigError(
+                f"the store URL needs ${{{match.group(1)}}}, which is not set: set it in the environment"
+            )
         return str(found)
 
     return _VARIABLE.sub(value, url)
@@ -38,11 +41,15 @@ def _driver(module: str, scheme: str, extra: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError:
-        raise ValueError(f'{scheme}:// needs the {extra} extra: pip install "agent-unit[{extra}]"') from None
+        raise StoreConfigError(f'{scheme}:// needs the {extra} extra: pip install "agent-unit[{extra}]"') from None
 
 
 def open_store(url: str | None = None) -> Store:
-    """Open the store at ``url`` (the embedded SQLite file when ``None``); ``${NAME}`` expands."""
+    """Open the store at ``url`` (the embedded SQLite file when ``None``); ``${NAME}`` expands.
+
+    A URL that cannot be used as written raises :class:`~agent_unit.errors.StoreConfigError`
+    (a ``StoreUnavailable`` and a ``ValueError``) naming the problem, never the password.
+    """
     url = expand(url or DEFAULT_STORE_URL)
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "memory":
@@ -68,7 +75,7 @@ def open_store(url: str | None = None) -> Store:
         from .dynamodb import DynamoDBStore
 
         return DynamoDBStore.from_url(url)
-    raise ValueError(
+    raise StoreConfigError(
         f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db, redis://host:6379, "
         "postgres://user@host/db or dynamodb://table?region=..."
     )

@@ -1,17 +1,69 @@
-"""How a run record is split into indexed columns and one JSON document, for SQL stores."""
+"""How a run record is split into indexed columns and one JSON document, for SQL stores.
+
+Also the one rule every store follows for a value it cannot keep (:func:`value_error`): JSON is
+written with ``ensure_ascii=False``, so text that is not valid Unicode (a lone surrogate) fails
+when the driver encodes it, before anything is written, instead of being stored escaped and
+refused by another store.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
+from ..errors import StoreValueError
 from ..records import DATA_FIELDS, JournalEntry, RunRecord
+
+VALUE_ERRORS = (UnicodeEncodeError, OverflowError, PydanticSerializationError)
+"""What a driver raises for a value it cannot encode: the value's fault, never an outage."""
+
+
+def value_error(exc: BaseException) -> StoreValueError:
+    """``exc`` (one of ``VALUE_ERRORS``, or a driver's data error) as the error of the value."""
+    if isinstance(exc, UnicodeEncodeError):
+        bad = exc.object[exc.start : exc.end]
+        return StoreValueError(
+            f"a value cannot be stored: it holds {bad!r}, which is not valid Unicode text (a lone surrogate)"
+        )
+    if "surrogates not allowed" in str(exc):  # the same, wrapped by the JSON encoder of a record
+        return StoreValueError("a value cannot be stored: it holds a lone surrogate, which is not valid Unicode text")
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreValueError(f"a value cannot be stored: {reason}")
+
+
+def check_text(*texts: str | None) -> None:
+    """Refuse text that is not valid Unicode, for stores whose driver would not (memory, escaped JSON)."""
+    for text in texts:
+        if text is not None and not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError as exc:
+                raise value_error(exc) from None
+
+
+def check_writes(journal: Sequence[JournalEntry], events: Sequence[str]) -> None:
+    """:func:`check_text` over everything a write would store."""
+    for entry in journal:
+        check_text(entry.key, entry.value, *(_dumps(entry.error), _dumps(entry.meta)))
+    check_text(*events)
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
 
 RUN_COLUMNS = ("id", "agent", "thread_id", "status", "version", "lease_owner", "lease_expires", "due_at", "data")
 
 
 def run_row(record: RunRecord) -> tuple[Any, ...]:
-    """The values of ``RUN_COLUMNS`` for ``record``."""
+    """The values of ``RUN_COLUMNS`` for ``record``; a field that cannot be JSON is a StoreValueError."""
+    try:
+        data = record.model_dump_json(include=DATA_FIELDS)
+    except PydanticSerializationError as exc:
+        raise value_error(exc) from None
     return (
         record.id,
         record.agent,
@@ -21,7 +73,7 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.lease_owner,
         record.lease_expires,
         record.due_at,
-        record.model_dump_json(include=DATA_FIELDS),
+        data,
     )
 
 
@@ -46,8 +98,8 @@ def journal_row(run_id: str, entry: JournalEntry) -> tuple[Any, ...]:
         run_id,
         entry.key,
         entry.value,
-        None if entry.error is None else json.dumps(entry.error),
-        None if entry.meta is None else json.dumps(entry.meta),
+        _dumps(entry.error),
+        _dumps(entry.meta),
     )
 
 

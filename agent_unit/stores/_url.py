@@ -1,12 +1,70 @@
-"""Store URLs that are safe to show, and the error for a store that cannot be used."""
+"""Store URLs that are safe to show, and the errors for a store that cannot be used.
+
+An outage's message names the store's kind only ("the redis store cannot be reached"): it
+reaches clients in a 503, which must not map the deployment (host, port, database). Where and
+why go to the log, with the URL's password removed.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+import logging
+from collections.abc import Mapping
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from ..errors import StoreUnavailable
+from ..errors import StoreConfigError, StoreUnavailable
 
-__all__ = ["StoreUnavailable", "safe_url"]
+__all__ = ["StoreConfigError", "StoreUnavailable", "number", "options", "safe_url", "unavailable"]
+
+log = logging.getLogger("agent_unit.stores")
+
+
+def unavailable(
+    kind: str, problem: str, *, url: str, detail: str = "", then: str = "try again later"
+) -> StoreUnavailable:
+    """The outage error (``"the {kind} store {problem}: {then}"``), with where and why logged, not shown."""
+    log.warning("the %s store at %s %s%s", kind, url, problem, f": {detail}" if detail else "")
+    return StoreUnavailable(f"the {kind} store {problem}: {then}")
+
+
+def options(kind: str, url: str, allowed: Mapping[str, str] | None) -> dict[str, str]:
+    """The query options of a store URL, each checked against ``allowed`` (name: what it takes;
+    None when the driver checks them).
+
+    An unknown option, or a port that is not a number, is a :class:`StoreConfigError` naming it
+    (the message never repeats the URL, which may hold a password).
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing it is the check
+    except ValueError as exc:
+        raise StoreConfigError(f"invalid {kind} store URL: {_port_problem(url, exc)}") from None
+    found = {key: values[-1] for key, values in parse_qs(parts.query, keep_blank_values=True).items()}
+    unknown = [] if allowed is None else sorted(set(found) - set(allowed))
+    if unknown:
+        accepted = ", ".join(f"{name}={what}" for name, what in (allowed or {}).items()) or "none"
+        raise StoreConfigError(
+            f"invalid {kind} store URL: unknown option(s) {', '.join(unknown)} (accepted: {accepted})"
+        )
+    return found
+
+
+def _port_problem(url: str, exc: ValueError) -> str:
+    """What is wrong with the URL's host part, without repeating it (it may carry a password)."""
+    netloc = url.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[2]
+    port = netloc.rpartition("]")[2].rpartition(":")[2] if ":" in netloc.rpartition("]")[2] else ""
+    if port and not port.isdigit():
+        return f"the port {port!r} is not a number"
+    if port:
+        return f"the port {port} is out of range (0 to 65535)"
+    return f"the host part cannot be parsed ({exc})"
+
+
+def number(kind: str, name: str, value: str) -> int:
+    """An integer option, or a :class:`StoreConfigError` naming it."""
+    try:
+        return int(value)
+    except ValueError:
+        raise StoreConfigError(f"invalid {kind} store URL: {name}={value!r} is not a whole number") from None
 
 
 def safe_url(url: str) -> str:

@@ -25,11 +25,12 @@ import random
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from ..errors import AgentUnitError, LeaseLost, RunConflict, RunNotFound, StoreUnavailable
+from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreValueError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import run_from_row, run_row
+from ._codec import check_text, run_from_row, run_row, value_error
+from ._url import options, unavailable
 from .protocol import TICK_MEMORY
 
 __all__ = ["DynamoDBStore", "ItemTooLarge"]
@@ -45,15 +46,18 @@ _BUSY = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThrough
 """Cancellation reasons of a transaction that another try may pass."""
 
 
-class ItemTooLarge(AgentUnitError):
-    """A value does not fit in a DynamoDB item; nothing was written."""
+class ItemTooLarge(StoreValueError):
+    """A value does not fit in a DynamoDB item; nothing was written (the value's fault, not an outage)."""
 
     code, status = "item_too_large", 413
 
 
 def _size(text: str) -> int:
-    """Bytes, as DynamoDB counts them (UTF-8), not characters."""
-    return len(text.encode())
+    """Bytes, as DynamoDB counts them (UTF-8), not characters; text that is not valid Unicode is refused."""
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError as exc:
+        raise value_error(exc) from None
 
 
 def _s(value: str) -> dict[str, str]:
@@ -111,6 +115,18 @@ def _record(item: dict[str, Any]) -> RunRecord:
     )
 
 
+def _check_strings(value: Any) -> None:
+    """Refuse a request whose text is not valid Unicode (a lone surrogate), before it is sent."""
+    if isinstance(value, str):
+        check_text(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item)
+
+
 class DynamoDBStore:
     """``dynamodb://agent-unit-runs?region=eu-west-1`` (``&endpoint_url=…`` for a local emulator;
     ``&create=true`` creates the table when it is missing)."""
@@ -135,19 +151,18 @@ class DynamoDBStore:
 
     @classmethod
     def from_url(cls, url: str) -> DynamoDBStore:
+        found = options("dynamodb", url, {"region": "REGION", "endpoint_url": "URL", "create": "true"})
         parts = urlsplit(url)
-        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        unknown = set(options) - {"region", "endpoint_url", "create"}
-        if not parts.netloc or unknown:
-            raise ValueError(
-                f"invalid DynamoDB URL {url!r}: write dynamodb://TABLE?region=REGION "
+        if not parts.netloc:
+            raise StoreConfigError(
+                "invalid dynamodb store URL: it names no table; write dynamodb://TABLE?region=REGION "
                 "(options: region, endpoint_url, create)"
             )
         return cls(
             parts.netloc,
-            region=options.get("region"),
-            endpoint_url=options.get("endpoint_url"),
-            create=options.get("create", "").lower() in ("1", "true", "yes"),
+            region=found.get("region"),
+            endpoint_url=found.get("endpoint_url"),
+            create=found.get("create", "").lower() in ("1", "true", "yes"),
         )
 
     # -- calls ------------------------------------------------------------------------------
@@ -158,17 +173,22 @@ class DynamoDBStore:
 
         if not self._ready:
             await self._prepare()
+        _check_strings(params)  # the SDK would send a lone surrogate escaped, and the service refuse it oddly
         try:
             return await asyncio.to_thread(getattr(self._client, operation), **params)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException"):
-                raise StoreUnavailable(f"the store at {self.url} cannot be used: {code}") from None
+                raise unavailable("dynamodb", "cannot be used", url=self.url, detail=code) from None
             if code in _TRANSIENT or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
-                raise StoreUnavailable(f"the store at {self.url} is unavailable: {code}") from None
+                raise unavailable("dynamodb", "is unavailable", url=self.url, detail=code) from None
+            if code == "ValidationException":  # DynamoDB refused a value (too large, an empty key...)
+                raise value_error(exc) from None
             raise
         except BotoCoreError as exc:
-            raise StoreUnavailable(f"the store at {self.url} cannot be reached: {type(exc).__name__}") from None
+            raise unavailable("dynamodb", "cannot be reached", url=self.url, detail=repr(exc)) from None
+        except UnicodeEncodeError as exc:
+            raise value_error(exc) from None
 
     async def _prepare(self) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -178,15 +198,19 @@ class DynamoDBStore:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code != "ResourceNotFoundException":
-                raise StoreUnavailable(f"the store at {self.url} cannot be used: {code}") from None
+                raise unavailable("dynamodb", "cannot be used", url=self.url, detail=code) from None
             if not self._create:
-                raise StoreUnavailable(
-                    f"the DynamoDB table {self.table!r} does not exist: create it (agent-unit build "
-                    "--preset aws-lambda writes its template), or add ?create=true to the store URL"
+                raise unavailable(
+                    "dynamodb",
+                    "has no table of the name in its URL",
+                    url=self.url,
+                    detail=f"table {self.table!r} does not exist",
+                    then="create it (agent-unit build --preset aws-lambda writes its template), "
+                    "or add ?create=true to the store URL",
                 ) from None
             await asyncio.to_thread(self._create_table)
         except BotoCoreError as exc:
-            raise StoreUnavailable(f"the store at {self.url} cannot be reached: {type(exc).__name__}") from None
+            raise unavailable("dynamodb", "cannot be reached", url=self.url, detail=repr(exc)) from None
         self._ready = True
 
     def _create_table(self) -> None:
@@ -246,7 +270,7 @@ class DynamoDBStore:
             size = 0
             for name, value in (("value", entry.value), ("error", entry.error), ("meta", entry.meta)):
                 if value is not None:
-                    text = value if isinstance(value, str) else json.dumps(value)
+                    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                     item[name] = _s(text)
                     size += _size(text)
             if size > ITEM_LIMIT:
@@ -329,8 +353,8 @@ class DynamoDBStore:
             ]
             if taken:
                 raise RunConflict(f"run {run_id} already has a journal entry for {', '.join(taken)}")
-            raise StoreUnavailable(f"the store at {self.url} refused the write ({', '.join(sorted(set(failed)))})")
-        raise StoreUnavailable(f"the store at {self.url} stayed busy: run {run_id} had too many writers at once")
+            raise unavailable("dynamodb", "refused the write", url=self.url, detail=", ".join(sorted(set(failed))))
+        raise unavailable("dynamodb", "stayed busy", url=self.url, detail=f"run {run_id} had too many writers at once")
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -552,7 +576,9 @@ class DynamoDBStore:
                 requests = left  # throttled: delete what is left, after a pause
                 await asyncio.sleep(0.05 * 2**attempt)
             else:
-                raise StoreUnavailable(f"the store at {self.url} is throttling: run {run_id} was not fully deleted")
+                raise unavailable(
+                    "dynamodb", "is throttling", url=self.url, detail=f"run {run_id} was not fully deleted"
+                )
         self._seqs.pop(run_id, None)
         try:
             await self._call(

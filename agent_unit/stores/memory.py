@@ -1,7 +1,8 @@
 """``memory://``: the protocol in one process's memory, for tests and throwaway dev runs.
 
 Each method runs without awaiting, so on one event loop every call is atomic. Records are
-copied in and out, so a caller never holds the store's own object.
+copied in and out, so a caller never holds the store's own object. A value the other stores
+could not encode (a lone surrogate) is refused here too, so a test fails as production would.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from ._codec import check_text, check_writes, run_row
 from .protocol import TICK_MEMORY
 
 __all__ = ["MemoryStore"]
@@ -25,6 +27,11 @@ class _Run:
     events: list[StoredEvent] = field(default_factory=list)
 
 
+def _check(record: RunRecord) -> None:
+    """Refuse a record the other stores could not write (its JSON, or a column, is not valid Unicode)."""
+    check_text(*(value for value in run_row(record) if isinstance(value, str)))
+
+
 class MemoryStore:
     url = "memory://"
 
@@ -34,6 +41,7 @@ class MemoryStore:
         self._ticks: dict[str, dict[float, str]] = {}
 
     def _write(self, run: _Run, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
+        check_writes(journal, events)
         taken = [entry.key for entry in journal if entry.key in run.journal]
         if taken:
             raise RunConflict(f"run {run.record.id} already has a journal entry for {', '.join(taken)}")
@@ -45,6 +53,8 @@ class MemoryStore:
         return run.seq
 
     async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        _check(record)
+        check_writes((), events)
         if record.id in self._runs:
             raise RunConflict(f"run {record.id} already exists")
         run = self._runs[record.id] = _Run(record.model_copy(deep=True))
@@ -62,6 +72,7 @@ class MemoryStore:
         journal: Sequence[JournalEntry] = (),
         events: Sequence[str] = (),
     ) -> int:
+        _check(record)
         run = self._runs.get(record.id)
         if run is None:
             raise RunNotFound(f"run {record.id} does not exist")
@@ -140,6 +151,7 @@ class MemoryStore:
         return self._state.get((scope, key))
 
     async def set_state(self, scope: str, key: str, value: str) -> None:
+        check_text(scope, key, value)
         self._state[(scope, key)] = value
 
     async def delete_state(self, scope: str, key: str) -> None:

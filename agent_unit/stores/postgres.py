@@ -22,12 +22,12 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from ..errors import LeaseLost, RunConflict, RunNotFound
+from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import RUN_COLUMNS, journal_from_row, list_filter, run_from_row, run_row
+from ._codec import RUN_COLUMNS, VALUE_ERRORS, journal_from_row, list_filter, run_from_row, run_row, value_error
 from ._listen import Listener
 from ._pg_pool import Connections
-from ._url import StoreUnavailable, safe_url
+from ._url import number, options, safe_url, unavailable
 from .protocol import TICK_MEMORY
 
 __all__ = ["PostgresStore"]
@@ -147,16 +147,18 @@ def _writes(run_id: str, journal: Sequence[JournalEntry], events: Sequence[str])
         {
             "key": entry.key,
             "value": entry.value,
-            "error": None if entry.error is None else json.dumps(entry.error),
-            "meta": None if entry.meta is None else json.dumps(entry.meta),
+            "error": None if entry.error is None else json.dumps(entry.error, ensure_ascii=False),
+            "meta": None if entry.meta is None else json.dumps(entry.meta, ensure_ascii=False),
         }
         for entry in journal
     ]
+    # ensure_ascii=False: a lone surrogate fails when psycopg encodes the text (a StoreValueError)
+    # rather than reaching the server escaped.
     return {
         "id": run_id,
         "keys": [entry.key for entry in journal],
-        "journal": json.dumps(entries),
-        "events": json.dumps(list(events)),
+        "journal": json.dumps(entries, ensure_ascii=False),
+        "events": json.dumps(list(events), ensure_ascii=False),
         "count": len(events),
     }
 
@@ -181,11 +183,22 @@ class PostgresStore:
     def from_url(cls, url: str) -> PostgresStore:
         from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+
+        found = options("postgres", url, None)  # a port that is not a number; libpq checks the rest below
         parts = urlsplit(url)
-        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        pool = {"pool_max": int(options.pop("pool_max"))} if "pool_max" in options else {}
+        pool = {"pool_max": number("postgres", "pool_max", found.pop("pool_max"))} if "pool_max" in found else {}
+        if pool and pool["pool_max"] < 1:
+            raise StoreConfigError(f"invalid postgres store URL: pool_max={pool['pool_max']} must be at least 1")
+        query = urlencode({key: values[-1] for key, values in parse_qs(parts.query).items() if key != "pool_max"})
         scheme = "postgresql" if parts.scheme in ("postgres", "postgresql") else parts.scheme
-        return cls(urlunsplit((scheme, parts.netloc, parts.path, urlencode(options), "")), **pool)
+        conninfo = urlunsplit((scheme, parts.netloc, parts.path, query, ""))
+        try:
+            conninfo_to_dict(conninfo)  # libpq's own parser: an unknown option is named here, not at connect
+        except ProgrammingError as exc:
+            raise StoreConfigError(f"invalid postgres store URL: {_reason(exc)}") from None
+        return cls(conninfo, **pool)
 
     async def _open(self) -> None:
         """Connect once (the real reason when that fails: no server, a wrong password), migrate, open the pool."""
@@ -200,7 +213,12 @@ class PostgresStore:
                     await _migrate(conn)
             except psycopg.Error as exc:
                 reason = _reason(exc, self._secret)
-                raise StoreUnavailable(f"the store at {self.url} cannot be used: {reason}") from None
+                if "password" in reason:
+                    problem, then = "refused the password", "check the store URL"
+                else:
+                    problem = "cannot be reached" if isinstance(exc, psycopg.OperationalError) else "cannot be used"
+                    then = "try again later"
+                raise unavailable("postgres", problem, url=self.url, detail=reason, then=then) from None
             self._ready = True
 
     async def check(self) -> None:
@@ -225,7 +243,11 @@ class PostgresStore:
                 await self._pool.drop_idle()  # after a restart they are all dead: not one failure at a time
                 if not read or attempt == 2:
                     reason = _reason(exc, self._secret)
-                    raise StoreUnavailable(f"the store at {self.url} cannot be reached: {reason}") from None
+                    raise unavailable("postgres", "cannot be reached", url=self.url, detail=reason) from None
+            except (psycopg.DataError, *VALUE_ERRORS) as exc:
+                # The value, not the server: text psycopg cannot encode, a NUL, JSON or a number
+                # PostgreSQL refuses (SQLSTATE class 22). Nothing was written; it would fail again.
+                raise value_error(exc) from None
         raise AssertionError("unreachable")
 
     async def _write(self, sql: str, params: dict[str, Any], run_id: str) -> int | None:

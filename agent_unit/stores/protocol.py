@@ -14,6 +14,23 @@
 
 A journal entry or record change and the events it produces are written in one
 transaction, so a journaled step costs one commit.
+
+Errors: a store tells an outage from a bad value, because the engine acts on the difference.
+
+- :class:`~agent_unit.errors.StoreUnavailable`: the store itself failed (cannot be reached,
+  a timeout, a lock held too long, throttling, a wrong password). The write may succeed later:
+  the engine stops the run and recovers it from its journal; HTTP answers 503 with
+  ``Retry-After``. Its message names the store's kind only, never a host, port or database.
+- :class:`~agent_unit.errors.StoreValueError`: the value cannot be stored (text that is not
+  valid Unicode, such as a lone surrogate; a number or size the store cannot hold; JSON it
+  refuses). Nothing was written and the same write would fail again, so the engine makes it
+  the run's error (a request's: 422). Every store refuses a lone surrogate, the memory store
+  included, so a test fails as production would.
+- :class:`~agent_unit.errors.StoreConfigError`: the URL cannot be used as written; raised when
+  the store is opened.
+
+Anything else a store raises is a bug, never an outage. ``read_events`` takes any ``after``
+(a seq past every event reads nothing).
 """
 
 from __future__ import annotations

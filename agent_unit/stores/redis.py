@@ -21,11 +21,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from ..errors import LeaseLost, RunConflict, RunNotFound
+from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import run_from_row, run_row
+from ._codec import VALUE_ERRORS, run_from_row, run_row, value_error
 from ._listen import Listener
-from ._url import StoreUnavailable, safe_url
+from ._url import options, safe_url, unavailable
 from .protocol import TICK_MEMORY
 
 __all__ = ["RedisStore"]
@@ -149,6 +149,16 @@ return {0}
 )
 
 
+_SSL_OPTIONS = ("ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path", "ssl_ca_data", "ssl_certfile", "ssl_keyfile")
+_SSL_OPTIONS += ("ssl_password", "client_name", "username", "password")
+
+
+def _busy_errors() -> tuple[type[Exception], ...]:
+    from redis.exceptions import BusyLoadingError, MasterDownError, OutOfMemoryError, ReadOnlyError, TryAgainError
+
+    return (BusyLoadingError, MasterDownError, OutOfMemoryError, ReadOnlyError, TryAgainError)
+
+
 def _number(value: float | None) -> str:
     return "" if value is None else repr(value)
 
@@ -156,7 +166,11 @@ def _number(value: float | None) -> str:
 def _entries(journal: Sequence[JournalEntry]) -> list[str]:
     args = [str(len(journal))]
     for entry in journal:
-        args += [entry.key, json.dumps([entry.value, entry.error, entry.meta], separators=(",", ":"))]
+        # ensure_ascii=False: a lone surrogate fails when redis-py encodes it (a StoreValueError), as in every store
+        args += [
+            entry.key,
+            json.dumps([entry.value, entry.error, entry.meta], separators=(",", ":"), ensure_ascii=False),
+        ]
     return args
 
 
@@ -192,11 +206,18 @@ class RedisStore:
 
     @classmethod
     def from_url(cls, url: str) -> RedisStore:
+        from redis.connection import URL_QUERY_ARGUMENT_PARSERS
+
+        allowed = {"prefix": "key prefix", **{name: "redis-py option" for name in URL_QUERY_ARGUMENT_PARSERS}}
+        allowed |= {name: "redis-py option" for name in _SSL_OPTIONS}
+        found = options("redis", url, allowed)
+        prefix = found.pop("prefix", "agent-unit:")
         parts = urlsplit(url)
-        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        prefix = options.pop("prefix", "agent-unit:")
-        rest = urlencode(options)
-        return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, rest, "")), prefix=prefix)
+        rest = urlencode({key: values[-1] for key, values in parse_qs(parts.query).items() if key != "prefix"})
+        try:
+            return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, rest, "")), prefix=prefix)
+        except ValueError as exc:  # redis-py's own check of an option's value; it never repeats the password
+            raise StoreConfigError(f"invalid redis store URL: {exc}") from None
 
     def _keys(self, run_id: str) -> list[str]:
         p = self._prefix
@@ -205,26 +226,31 @@ class RedisStore:
     @contextlib.contextmanager
     def _reachable(self) -> Iterator[None]:
         """Connection trouble (refused, timed out, a wrong password) as one error naming the store safely."""
-        from redis.exceptions import AuthenticationError, ConnectionError, TimeoutError
+        from redis.exceptions import AuthenticationError, ConnectionError, DataError, TimeoutError
 
+        busy = _busy_errors()
         try:
             yield
         except AuthenticationError:
-            raise StoreUnavailable(f"the store at {self.url} refused the password: check the URL") from None
+            raise unavailable("redis", "refused the password", url=self.url, then="check the store URL") from None
         except (ConnectionError, TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"the store at {self.url} cannot be reached: {type(exc).__name__}") from None
+            raise unavailable("redis", "cannot be reached", url=self.url, detail=repr(exc)) from None
+        except busy as exc:  # the server is up but will not take writes now (out of memory, a replica...)
+            raise unavailable("redis", "refused the write for now", url=self.url, detail=repr(exc)) from None
+        except (DataError, *VALUE_ERRORS) as exc:  # a value redis-py cannot encode: nothing was sent
+            raise value_error(exc) from None
 
     async def _read(self, read: Callable[[], Awaitable[T]]) -> T:
         """A read, tried again once on a fresh connection (after a server restart the pooled one is dead)."""
         from redis.exceptions import AuthenticationError, ConnectionError, TimeoutError
 
-        try:
-            return await read()
-        except AuthenticationError:
-            pass  # the same answer again: report it below
-        except (ConnectionError, TimeoutError, OSError):
-            pass
-        with self._reachable():
+        with self._reachable():  # a value error (a key that is not valid Unicode) on the first try too
+            try:
+                return await read()
+            except AuthenticationError:
+                pass  # the same answer again: report it below
+            except (ConnectionError, TimeoutError, OSError):
+                pass
             return await read()
 
     async def _call(self, script: str, run_id: str, args: list[str]) -> list[Any]:

@@ -6,24 +6,49 @@ a read of the run's owner, and each event's seq follows the run's last event. Tw
 one file cannot both win, and a journaled step costs one commit.
 
 Calls run on the event loop's thread: a WAL commit at ``synchronous=NORMAL`` takes
-microseconds, far less than handing each call to a worker thread would cost. A writer that
-waits for another process's lock waits up to ``busy_timeout`` (default 5 s).
+microseconds, far less than handing each call to a worker thread would cost, and it needs no
+thread at all (Pyodide has none). So SQLite itself never waits for a lock (``busy_timeout`` 0,
+which would block the loop and every other request): a call that finds the file locked by
+another process backs off with ``asyncio.sleep`` and tries again, up to ``busy_timeout``
+(default 5 s), then fails as :class:`~agent_unit.errors.StoreUnavailable` (a 503). Each call is
+one whole transaction, so trying it again is safe: a locked ``BEGIN IMMEDIATE`` wrote nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
-from ..errors import LeaseLost, RunConflict, RunNotFound
+from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreUnavailable
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import RUN_COLUMNS, journal_from_row, journal_row, list_filter, run_from_row, run_row
+from ._codec import (
+    RUN_COLUMNS,
+    VALUE_ERRORS,
+    journal_from_row,
+    journal_row,
+    list_filter,
+    run_from_row,
+    run_row,
+    value_error,
+)
+from ._url import number, options, unavailable
 from .protocol import TICK_MEMORY
 
 __all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+
+_MAX_INT = 2**63 - 1  # SQLite's largest integer: a larger ``after`` means "after every event"
+_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_TROUBLE = (sqlite3.Error, *VALUE_ERRORS)
+_MISTAKES = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.NotSupportedError, sqlite3.InternalError)
+_FIRST_WAIT, _LONGEST_WAIT = 0.001, 0.025  # seconds between tries on a locked file (SQLite's own steps)
 
 DEFAULT_PATH = ".agent-unit/agent-unit.db"
 _SYNCHRONOUS = {"off", "normal", "full", "extra"}
@@ -75,36 +100,82 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path = DEFAULT_PATH, *, synchronous: str = "normal", busy_timeout_ms: int = 5000):
         if synchronous.lower() not in _SYNCHRONOUS:
-            raise ValueError(f"synchronous={synchronous!r}: use one of {', '.join(sorted(_SYNCHRONOUS))}")
+            raise StoreConfigError(
+                f"invalid sqlite store URL: synchronous={synchronous!r}: use one of {', '.join(sorted(_SYNCHRONOUS))}"
+            )
+        if busy_timeout_ms < 0:
+            raise StoreConfigError(f"invalid sqlite store URL: busy_timeout={busy_timeout_ms} is negative")
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=256)
-        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        with self._write():
-            if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+        self.busy_timeout = busy_timeout_ms / 1000
+        """Seconds a write waits for another process's lock (without blocking the loop) before a 503."""
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, cached_statements=256)
+            # Opening waits in SQLite (once, at start: no request is waiting yet); every call after it waits in _retry.
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:  # a read: no lock taken
+                with self._write():
+                    if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
+                        for statement in _SCHEMA.split(";"):
+                            if statement.strip():
+                                self._db.execute(statement)
+                        self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            self._db.execute("PRAGMA busy_timeout = 0")
+        except (OSError, sqlite3.Error) as exc:
+            raise unavailable("sqlite", "cannot be opened", url=self.url, detail=str(exc)) from None
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
         parts = urlsplit(url)
         path = parts.path[1:] if parts.path.startswith("/") else parts.path
         if parts.netloc:
-            raise ValueError(f"invalid SQLite URL {url!r}: write sqlite:///relative.db or sqlite:////absolute.db")
-        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        unknown = set(options) - {"synchronous", "busy_timeout"}
-        if unknown:
-            raise ValueError(f"unknown SQLite option(s) {', '.join(sorted(unknown))} in {url!r}")
+            raise StoreConfigError(
+                "invalid sqlite store URL: it names a host; write sqlite:///relative.db or sqlite:////absolute.db"
+            )
+        found = options("sqlite", url, {"synchronous": "off|normal|full|extra", "busy_timeout": "milliseconds"})
         return cls(
             path or DEFAULT_PATH,
-            synchronous=options.get("synchronous", "normal"),
-            busy_timeout_ms=int(options.get("busy_timeout", 5000)),
+            synchronous=found.get("synchronous", "normal"),
+            busy_timeout_ms=number("sqlite", "busy_timeout", found.get("busy_timeout", "5000")),
+        )
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, one whole transaction (or read) on the loop's thread; a locked file is waited
+        for in :meth:`_retry`, a value SQLite cannot take is a StoreValueError, other trouble an outage."""
+        try:
+            return fn(*args)
+        except _TROUBLE as exc:
+            return await self._retry(exc, fn, args)
+
+    async def _retry(self, exc: BaseException, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        deadline = time.monotonic() + self.busy_timeout
+        wait = _FIRST_WAIT
+        while True:
+            if isinstance(exc, (*VALUE_ERRORS, sqlite3.DataError)):
+                raise value_error(exc) from None
+            if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, _MISTAKES):
+                raise exc  # a mistake in this module, not the store's trouble
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _BUSY:
+                raise unavailable("sqlite", "cannot be used", url=self.url, detail=str(exc)) from None
+            if time.monotonic() >= deadline:
+                raise self._locked() from None
+            await asyncio.sleep(wait)  # the loop serves other requests meanwhile
+            wait = min(wait * 2, _LONGEST_WAIT)
+            try:
+                return fn(*args)
+            except _TROUBLE as again:
+                exc = again
+
+    def _locked(self) -> StoreUnavailable:
+        return unavailable(
+            "sqlite",
+            f"stayed locked by another process for {self.busy_timeout:g} s",
+            url=self.url,
+            detail="database is locked",
         )
 
     @contextmanager
@@ -113,10 +184,11 @@ class SQLiteStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             yield db
+            db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # a failed COMMIT may have ended it already
+                db.execute("ROLLBACK")
             raise
-        db.execute("COMMIT")
 
     def _insert(
         self, db: sqlite3.Connection, run_id: str, journal: Sequence[JournalEntry], events: Sequence[str]
@@ -142,19 +214,29 @@ class SQLiteStore:
             )
         return last + len(events)
 
+    # Each public method is ``_call`` of a synchronous one: a whole transaction that can be tried again.
+
     async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        return await self._call(self._create_run, record, events)
+
+    def _create_run(self, record: RunRecord, events: Sequence[str]) -> int:
+        row = run_row(record)
         with self._write() as db:
             try:
-                db.execute(
-                    f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})", run_row(record)
-                )
+                db.execute(f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})", row)
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {record.id} already exists") from None
             return self._insert(db, record.id, (), events)
 
     async def load_run(self, run_id: str) -> RunRecord | None:
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = await self._call(self._fetchone, f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,))
         return None if row is None else run_from_row(row)
+
+    def _fetchone(self, sql: str, params: tuple[Any, ...]) -> Any:
+        return self._db.execute(sql, params).fetchone()
+
+    def _fetchall(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        return self._db.execute(sql, params).fetchall()
 
     async def save_run(
         self,
@@ -163,6 +245,11 @@ class SQLiteStore:
         expected_version: int,
         journal: Sequence[JournalEntry] = (),
         events: Sequence[str] = (),
+    ) -> int:
+        return await self._call(self._save_run, record, expected_version, journal, events)
+
+    def _save_run(
+        self, record: RunRecord, expected_version: int, journal: Sequence[JournalEntry], events: Sequence[str]
     ) -> int:
         row = run_row(record)
         values = (*row[1:4], expected_version + 1, *row[5:])
@@ -179,6 +266,9 @@ class SQLiteStore:
     async def append(
         self, run_id: str, *, owner: str, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
     ) -> int:
+        return await self._call(self._append, run_id, owner, journal, events)
+
+    def _append(self, run_id: str, owner: str, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
         db = self._db  # the hot path (one call per step): the transaction is spelled out, not a context manager
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -190,13 +280,17 @@ class SQLiteStore:
             if held is None:
                 raise LeaseLost(f"run {run_id} is no longer held by this executor")
             last = self._insert(db, run_id, journal, events)
+            db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
-        db.execute("COMMIT")
         return last
 
     async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
+        return await self._call(self._renew_lease, run_id, owner, expires)
+
+    def _renew_lease(self, run_id: str, owner: str, expires: float) -> int | None:
         with self._write() as db:
             found = db.execute(
                 "UPDATE runs SET lease_expires = ?, due_at = ?, version = version + 1 "
@@ -206,18 +300,22 @@ class SQLiteStore:
         return None if found is None else found[0]
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
-        rows = self._db.execute("SELECT key, value, error, meta FROM journal WHERE run_id = ?", (run_id,)).fetchall()
+        rows = await self._call(
+            self._fetchall, "SELECT key, value, error, meta FROM journal WHERE run_id = ?", (run_id,)
+        )
         return {row[0]: journal_from_row(*row) for row in rows}
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        rows = self._db.execute(
+        rows = await self._call(
+            self._fetchall,
             "SELECT seq, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (run_id, after, -1 if limit is None else limit),
-        ).fetchall()
+            (run_id, min(after, _MAX_INT), -1 if limit is None else min(limit, _MAX_INT)),
+        )
         return [StoredEvent(seq, data) for seq, data in rows]
 
     async def last_seq(self, run_id: str) -> int:
-        return self._db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
+        row = await self._call(self._fetchone, "SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,))
+        return int(row[0])
 
     async def list_runs(
         self,
@@ -230,17 +328,20 @@ class SQLiteStore:
     ) -> RunPage:
         clause, params = list_filter("?", status=status, agent=agent, thread_id=thread_id, cursor=cursor)
         sql = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY id DESC LIMIT ?"
-        rows = self._db.execute(sql, (*params, limit + 1)).fetchall()
+        rows = await self._call(self._fetchall, sql, (*params, limit + 1))
         runs = [run_from_row(row) for row in rows[:limit]]
         return RunPage(runs, runs[-1].id if len(rows) > limit else None)
 
     async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM runs WHERE due_at <= ? ORDER BY due_at LIMIT ?", (before, limit)
-        ).fetchall()
+        rows = await self._call(
+            self._fetchall, f"SELECT {_COLUMNS} FROM runs WHERE due_at <= ? ORDER BY due_at LIMIT ?", (before, limit)
+        )
         return [run_from_row(row) for row in rows]
 
     async def delete_run(self, run_id: str) -> bool:
+        return await self._call(self._delete_run, run_id)
+
+    def _delete_run(self, run_id: str) -> bool:
         with self._write() as db:
             deleted = db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
             db.execute("DELETE FROM journal WHERE run_id = ?", (run_id,))
@@ -248,20 +349,23 @@ class SQLiteStore:
         return deleted == 1
 
     async def get_state(self, scope: str, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM state WHERE scope = ? AND key = ?", (scope, key)).fetchone()
+        row = await self._call(self._fetchone, "SELECT value FROM state WHERE scope = ? AND key = ?", (scope, key))
         return None if row is None else row[0]
 
     async def set_state(self, scope: str, key: str, value: str) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO state (scope, key, value) VALUES (?, ?, ?) "
-                "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value",
-                (scope, key, value),
-            )
+        await self._call(
+            self._change,
+            "INSERT INTO state (scope, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value",
+            (scope, key, value),
+        )
 
     async def delete_state(self, scope: str, key: str) -> None:
+        await self._call(self._change, "DELETE FROM state WHERE scope = ? AND key = ?", (scope, key))
+
+    def _change(self, sql: str, params: tuple[Any, ...]) -> None:
         with self._write() as db:
-            db.execute("DELETE FROM state WHERE scope = ? AND key = ?", (scope, key))
+            db.execute(sql, params)
 
     async def close(self) -> None:
         self._db.close()
@@ -271,6 +375,9 @@ class SQLiteStore:
     # that never runs a task has none, and no schema version is spent on it.
 
     async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        return await self._call(self._claim_tick, task, scheduled_at, owner)
+
+    def _claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
         with self._write() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS ticks (task TEXT NOT NULL, scheduled_at REAL NOT NULL, "

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agent_unit.errors import LeaseLost, RunConflict, RunNotFound
+from agent_unit.errors import LeaseLost, RunConflict, RunNotFound, StoreUnavailable, StoreValueError
 from agent_unit.ids import new_id
 from agent_unit.records import JournalEntry, RunRecord, RunStatus
 from agent_unit.stores import Store
@@ -281,3 +281,49 @@ async def test_a_tick_is_claimed_once_across_handles(store_factory: StoreFactory
     assert await handles[2].claim_tick("cleanup", tick, "server-2")
     for handle in {id(h): h for h in handles}.values():
         await handle.close()
+
+
+LONE = "a\ud800b"  # a lone surrogate: a Python str that is not valid Unicode text, so no store can encode it
+
+_BAD_WRITES = {
+    "a journal value": lambda store, run: store.append(run.id, owner="a", journal=[JournalEntry("k", LONE)]),
+    "a journal error": lambda store, run: store.append(
+        run.id, owner="a", journal=[JournalEntry("k", error={"type": "ValueError", "message": LONE})]
+    ),
+    "a journal key": lambda store, run: store.append(run.id, owner="a", journal=[JournalEntry(LONE, "1")]),
+    "an event": lambda store, run: store.append(run.id, owner="a", events=["{}", LONE]),
+    "a saved output": lambda store, run: store.save_run(
+        run.model_copy(update={"output": LONE, "status": RunStatus.completed}),
+        expected_version=1,
+        journal=[JournalEntry("k", "1")],
+        events=["{}"],
+    ),
+    "a saved event": lambda store, run: store.save_run(run, expected_version=1, events=[LONE]),
+    "a new run's thread": lambda store, run: store.create_run(make_record(id="run_bad", thread_id=LONE)),
+    "a new run's input": lambda store, run: store.create_run(make_record(id="run_bad", input={"x": LONE})),
+    "a new run's event": lambda store, run: store.create_run(make_record(id="run_bad"), events=[LONE]),
+    "a state value": lambda store, run: store.set_state("app", "k", LONE),
+    "a state key": lambda store, run: store.set_state("app", LONE, "1"),
+}
+
+
+@pytest.mark.parametrize("where", list(_BAD_WRITES))
+async def test_a_value_that_is_not_valid_unicode_is_a_value_error_and_writes_nothing(store: Store, where: str) -> None:
+    record = make_record()
+    await store.create_run(record, events=["{}"])
+    with pytest.raises(StoreValueError, match="not valid Unicode") as caught:
+        await _BAD_WRITES[where](store, record)
+    assert not isinstance(caught.value, StoreUnavailable)  # the value's fault: the run's error, never an outage
+    assert await store.load_run(record.id) == record
+    assert await store.load_journal(record.id) == {}
+    assert [event.seq for event in await store.read_events(record.id)] == [1]
+    assert await store.load_run("run_bad") is None
+    assert await store.get_state("app", "k") is None
+    # the store still works, and the next seq follows the last one stored: none was spent
+    assert await store.append(record.id, owner="a", journal=[JournalEntry("k", "1")], events=["{}"]) == 2
+
+
+async def test_reading_after_a_seq_beyond_any_integer_reads_nothing(store: Store) -> None:
+    record = make_record()
+    await store.create_run(record, events=["{}"])
+    assert await store.read_events(record.id, after=2**70) == []

@@ -1,0 +1,145 @@
+"""A locked or vanished store never stalls the server: waiting for SQLite's lock leaves the event
+loop free, a write that cannot get the lock in time is a 503 with Retry-After (never a 500), and
+an event stream whose store goes away ends cleanly, for the client to reconnect."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent_unit import create_agent_unit
+
+from .http_agents import AGENTS
+from .server import Server
+from .servers import PostgresServer, RedisServer
+
+_HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")  # the file's write lock, until told to let go
+print("locked", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+"""
+
+
+@contextmanager
+def write_lock(path: Path) -> Iterator[None]:
+    """Another process holds the database's write lock for the duration of the block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+async def test_a_request_is_answered_while_another_waits_for_a_locked_sqlite_file_and_that_one_gets_a_503(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    app = create_agent_unit(AGENTS, store=f"sqlite:///{path}?busy_timeout=3000")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        assert (await http.get("/runs")).json()["runs"] == []
+        with write_lock(path):
+            start = asyncio.ensure_future(http.post("/agents/refund/runs", json={"input": {"order_id": "o_1"}}))
+            await asyncio.sleep(
+                0.2
+            )  # the start reaches the locked file (a loop blocked by it would not even wake here)
+            listed = await http.get("/agents")
+            assert listed.status_code == 200 and "refund" in listed.text
+            assert not start.done()  # answered while the start still waits for the lock, which is still held
+            refused = await start
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "store_unavailable" and int(refused.headers["retry-after"]) >= 1
+        assert "runs.db" not in refused.text and str(tmp_path) not in refused.text  # the kind only
+        assert (await http.get("/runs")).json()["runs"] == []  # no run was created
+
+        # the lock let go: everything works again
+        started = await http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}})
+        assert started.status_code == 200 and started.json()["status"] == "interrupted"
+    await app.engine.aclose()
+
+
+async def test_a_step_waits_for_a_briefly_locked_file_without_failing_and_the_file_can_be_opened(
+    tmp_path: Path,
+) -> None:
+    from agent_unit.records import JournalEntry
+    from agent_unit.stores.sqlite import SQLiteStore
+
+    from .conformance.test_store import make_record
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    record = make_record()
+    await store.create_run(record)
+    with write_lock(Path(store.path)):
+        append = asyncio.ensure_future(store.append(record.id, owner="a", journal=[JournalEntry("k", "1")]))
+        await asyncio.sleep(0.1)
+        assert not append.done()  # waiting, off the loop's thread
+        second = SQLiteStore(store.path)  # opening the existing file needs no write lock: a server starts
+        assert await second.load_run(record.id) == record
+        await second.close()
+    assert await append == 0  # it went through once the lock was let go
+    assert list(await store.load_journal(record.id)) == ["k"]
+    await store.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "postgres"])
+def test_an_event_stream_whose_store_goes_away_ends_cleanly_and_can_be_resumed(kind: str, tmp_path: Path) -> None:
+    store: RedisServer | PostgresServer
+    store = RedisServer().start(keep_data=tmp_path) if kind == "redis" else PostgresServer().start()
+    server = Server(store.url, env={"TEST_AGENTS": "tests.process_agents:AGENTS"}).start()
+    try:
+        run_id = httpx.post(f"{server.url}/agents/approval/runs?wait=1", json={"input": 1}).json()["id"]
+        lines: list[str] = []
+        with httpx.stream("GET", f"{server.url}/runs/{run_id}/events?follow=1", timeout=30) as stream:
+            for line in stream.iter_lines():  # a cut chunked body would raise here
+                lines.append(line)
+                if line.startswith("data:") and "RUN_INTERRUPTED" in line:
+                    store.stop()  # the store goes away while the stream follows the run
+        assert stream.status_code == 200
+        last_id = [line for line in lines if line.startswith("id:")][-1].split(":", 1)[1].strip()
+        assert lines[-3:] == [": the stream was interrupted: reconnect with Last-Event-ID", "retry: 1000", ""]
+
+        store.start()  # back: the client reconnects where it stopped, with nothing missed or repeated
+        again = httpx.get(f"{server.url}/runs/{run_id}/events", headers={"last-event-id": last_id}, timeout=30)
+        assert again.status_code == 200 and "data:" not in again.text
+    finally:
+        server.stop()
+        store.remove() if isinstance(store, PostgresServer) else store.stop()
+
+
+async def test_the_client_following_a_stream_cut_short_by_a_store_outage_reconnects_instead_of_stopping(
+    tmp_path: Path,
+) -> None:
+    from agent_unit.client import AgentClient
+    from agent_unit.errors import StoreUnavailable
+
+    store = RedisServer().start(keep_data=tmp_path)
+    server = Server(store.url, env={"TEST_AGENTS": "tests.process_agents:AGENTS"}).start()
+    client = AgentClient(server.url, reconnects=1)
+    try:
+        run_id = (await client.start("approval", 1, wait=True))["id"]
+        seen = []
+        with pytest.raises(StoreUnavailable):  # it reconnected, and was told the store is still away
+            async for event in client.events(run_id, follow=True):
+                seen.append(event["type"])
+                if event["type"] == "RUN_INTERRUPTED":
+                    store.stop()
+        assert seen[-1] == "RUN_INTERRUPTED"  # it did not take the early end for the end of the run
+    finally:
+        await client.aclose()
+        server.stop()
+        store.stop()
