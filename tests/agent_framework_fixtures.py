@@ -64,16 +64,19 @@ class ScriptedClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], Bas
 
     OTEL_PROVIDER_NAME = "scripted-provider"
 
-    def __init__(self, script: Script, *, model: str = "scripted") -> None:
+    def __init__(self, script: Script, *, model: str = "scripted", can_stream: bool = True) -> None:
         super().__init__()
         self.script = script
         self.model = model
+        self.can_stream = can_stream
         self.calls: list[list[Message]] = []
         self.streamed: list[bool] = []  # per call: was it asked to stream
 
     def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any) -> Any:
-        self.calls.append(list(messages))
         self.streamed.append(stream)
+        if stream and not self.can_stream:
+            raise NotImplementedError("this client does not stream")
+        self.calls.append(list(messages))
         _append("MODEL_CALLS_FILE", f"{self.model} {len(messages)}")
         message = self.script(messages)
         usage = {"input_token_count": 10, "output_token_count": 5, "total_token_count": 15}

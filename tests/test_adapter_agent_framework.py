@@ -96,6 +96,16 @@ async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None
         AGUI.validate_python(event)
 
 
+async def test_a_client_that_cannot_stream_is_asked_once_and_its_response_shown_whole() -> None:
+    client = ScriptedClient(lambda messages: say("hello there"), can_stream=False)
+    unit = create_test_unit({"chat": Agent(client, "Chat.", name="chat")}, adapters=[])
+    done = await unit.run("chat", "hi")
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == "hello there" and len(client.calls) == 1 and client.streamed == [True, False]
+    text = [event["delta"] for event in await unit.events(done.id) if event["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert text == ["hello there"]
+
+
 class Refund(BaseModel):
     order_id: str
     amount: int
