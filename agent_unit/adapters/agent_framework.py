@@ -17,10 +17,15 @@ run and the framework tells the model it was rejected (the framework has no plac
 reason, so a declining reason is not passed on).
 
 The conversation continues on the run's thread: the ``AgentSession`` (its history) is kept in
-thread state. A chat call is streamed the first time (text and reasoning reach the event stream as
-they arrive, whatever way the user runs the agent) and journaled whole. Not journaled, so they run again on a replay:
-agent middleware, context providers other than the session's history, and hosted tools run by
-the provider (their results are part of the journaled response).
+thread state. The adapter runs the agent without streaming, but asks the chat client to stream
+each call the first time, so text and reasoning reach the event stream as they arrive; the
+call is journaled whole. A function's result is journaled as text, as the framework's
+``Content`` items, or (``result_parser=SKIP_PARSING``) as its JSON form.
+
+Not journaled, so they run again on a replay: agent middleware and context providers other
+than the session's history. Hosted tools run by the provider are part of the journaled
+response. Other user input requests (OAuth consent, computer use) do not pause the run: it
+ends with the agent's response, as ``Agent.run`` returns it.
 """
 
 from __future__ import annotations
