@@ -21,6 +21,7 @@ HEAVY = (
     "pydantic_ai",
     "agents",
     "langgraph",
+    "strands",
     "mangum",
 )
 
