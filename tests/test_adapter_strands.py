@@ -258,6 +258,16 @@ async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None
     assert other.output == "you said hi"
 
 
+async def test_concurrent_runs_of_one_agent_each_keep_their_own_conversation() -> None:
+    def chat(messages: Messages) -> list[Block]:
+        return [("text", f"you said {' then '.join(said(messages))}")]
+
+    unit = create_test_unit({"chat": Agent(model=ScriptedModel(chat), callback_handler=None)}, adapters=[])
+    first, second = await asyncio.gather(unit.run("chat", "hello"), unit.run("chat", "hi"))
+    assert (first.status, second.status) == (RunStatus.completed, RunStatus.completed), (first.error, second.error)
+    assert (first.output, second.output) == ("you said hello", "you said hi")
+
+
 async def test_assert_adapter_passes() -> None:
     models: list[ScriptedModel] = []
 

@@ -236,8 +236,14 @@ def _before_tool_call(event: BeforeToolCallEvent) -> None:
 
 @dataclass
 class _Prepared:
-    lock: asyncio.Lock
     pristine: Snapshot
+    locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+
+    def lock(self) -> asyncio.Lock:
+        """The running loop's lock (a lock belongs to one loop; tests and hosts may run several)."""
+        return self.locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
 
 
 _prepared: weakref.WeakKeyDictionary[Agent, _Prepared] = weakref.WeakKeyDictionary()
@@ -249,7 +255,7 @@ def _prepare(agent: Agent) -> _Prepared:
         if not isinstance(agent.model, JournaledModel):
             agent.model = JournaledModel(agent.model)
         agent.hooks.add_callback(BeforeToolCallEvent, _before_tool_call)
-        _prepared[agent] = _Prepared(asyncio.Lock(), agent.take_snapshot(preset="session"))
+        _prepared[agent] = _Prepared(agent.take_snapshot(preset="session"))
     return _prepared[agent]
 
 
@@ -288,7 +294,7 @@ async def _run(agent: Agent, ctx: AdapterContext) -> Any:
         return await ctx.kv.get(HISTORY)
 
     saved = await ctx.durable.value(HISTORY, read_history)
-    async with prepared.lock:  # Strands keeps one conversation per instance: runs take turns
+    async with prepared.lock():  # Strands keeps one conversation per instance: runs take turns
         token = _scope.set(_Scope(ctx, agent.name or ctx.run.agent))
         try:
             agent.load_snapshot(Snapshot.from_dict(saved) if saved else prepared.pristine)
