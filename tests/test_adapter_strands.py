@@ -243,6 +243,30 @@ async def test_parallel_tool_calls_are_each_journaled_once_under_their_own_key(t
     assert len(model.calls) == 2
 
 
+async def test_parallel_approvals_each_pause_under_their_call_id_and_only_the_approved_call_runs(
+    tmp_path: Path,
+) -> None:
+    def script(messages: Messages) -> list[Block]:
+        if len(results(messages)) == 2:
+            return [("text", " | ".join(f"{key}={value}" for key, value in sorted(results(messages).items())))]
+        return [("tool", "refund", {"order_id": "o_a"}, "call_a"), ("tool", "refund", {"order_id": "o_b"}, "call_b")]
+
+    model, effects = ScriptedModel(script), []
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"support": refund_agent(model, effects)}, store, adapters=[]) as unit:
+        parked = await unit.run("support", "refund both")
+        assert parked.interrupt is not None and parked.interrupt.payload["call_id"] == "call_a", parked.error
+    async with create_test_unit({"support": refund_agent(model, effects)}, store, adapters=[]) as unit:
+        again = await unit.resume(parked.id, True)
+        assert again.interrupt is not None and again.interrupt.payload["call_id"] == "call_b", again.error
+        done = await unit.resume(parked.id, {"approved": False, "reason": "not b"})
+    await store.close()
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == "call_a=refunded o_a | call_b=declined: not b"
+    assert effects == [f"refund o_a {idempotency_key(parked.id, 'tool:refund#call_a')}"]
+    assert len(model.calls) == 2
+
+
 async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None:
     def chat(messages: Messages) -> list[Block]:
         return [("text", f"you said {' then '.join(said(messages))}")]

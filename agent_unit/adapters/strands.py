@@ -24,8 +24,9 @@ already made, and the loop reaches the point where it stopped without repeating 
 
 Not journaled, so they run again on a replay: hooks and plugins (keep them free of side
 effects), ``Model.structured_output`` (the deprecated path; ``structured_output_model`` goes
-through the journaled stream), and events a tool streams before its result. A Strands
-interrupt raised inside a tool is not supported: use ``use_run().interrupt()`` there.
+through the journaled stream), and events a tool streams before its result. Results are
+journaled as JSON: bytes in a tool result (an image) come back base64-encoded on replay. A
+Strands interrupt raised inside a tool is not supported: use ``use_run().interrupt()`` there.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from strands import Agent, Snapshot
 from strands.agent.agent_result import AgentResult
 from strands.hooks import BeforeToolCallEvent
 from strands.models import Model
-from strands.types._events import ToolResultEvent
+from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
 from .api import AdapterContext, define_adapter
@@ -163,7 +164,7 @@ class JournaledModel(Model):
                 events.append(event)
                 index = _forward(stream, prefix, index, event)
             stream.close()
-            return to_jsonable_python(events, fallback=repr)
+            return to_jsonable_python(events, fallback=repr, bytes_mode="base64")
 
         schema = kwargs.get("structured_output_model")
         request = {  # what is asked, without the per-call objects (cancel signal, invocation state)
@@ -174,7 +175,8 @@ class JournaledModel(Model):
             "output": schema.__name__ if isinstance(schema, type) else None,
         }
         call = ctx.durable.model(live, name=_model_id(self.wrapped), usage=_usage(self.wrapped))
-        for event in await call(to_jsonable_python(request, fallback=lambda other: type(other).__qualname__)):
+        request = to_jsonable_python(request, fallback=lambda other: type(other).__qualname__, bytes_mode="base64")
+        for event in await call(request):
             yield event
 
 
@@ -206,9 +208,11 @@ class _JournaledTool(AgentTool):
             last: Any = None
             async for event in self.wrapped.stream(tool_use, invocation_state, **kwargs):
                 if isinstance(event, ToolResultEvent):
-                    return {"result": to_jsonable_python(event.tool_result, fallback=str)}
+                    return {"result": to_jsonable_python(event.tool_result, fallback=str, bytes_mode="base64")}
                 last = event
-            return {"raw": to_jsonable_python(last, fallback=str)}  # a tool whose last value is its result
+            return {
+                "raw": to_jsonable_python(last, fallback=str, bytes_mode="base64")
+            }  # a tool whose last value is its result
 
         arguments = tool_use.get("input") or {}
         arguments = arguments if isinstance(arguments, dict) else {"input": arguments}
