@@ -17,8 +17,8 @@ pytest.importorskip("strands", reason="strands-agents is not installed: pip inst
 
 from ag_ui.core import Event
 from pydantic import BaseModel, TypeAdapter
-from strands import Agent, tool
-from strands.hooks import BeforeToolCallEvent
+from strands import Agent, ToolContext, tool
+from strands.hooks import BeforeToolCallEvent, BeforeToolsEvent
 
 from agent_unit import RunStatus, use_run
 from agent_unit.adapters.registry import builtin_adapters
@@ -265,6 +265,43 @@ async def test_parallel_approvals_each_pause_under_their_call_id_and_only_the_ap
     assert done.output == "call_a=refunded o_a | call_b=declined: not b"
     assert effects == [f"refund o_a {idempotency_key(parked.id, 'tool:refund#call_a')}"]
     assert len(model.calls) == 2
+
+
+async def test_an_interrupt_before_a_batch_of_tools_pauses_under_its_name_and_gets_the_answer() -> None:
+    answers: list[Any] = []
+
+    def confirm(event: BeforeToolsEvent) -> None:
+        answers.append(event.interrupt("confirm-batch", reason={"count": 1}))
+
+    model, effects = ScriptedModel(refund_script), []
+    agent = refund_agent(model, effects, approve=False)
+    agent.hooks.add_callback(BeforeToolsEvent, confirm)
+    unit = create_test_unit({"support": agent}, adapters=[])
+    parked = await unit.run("support", "refund my order")
+    assert parked.interrupt is not None, parked.error
+    assert (parked.interrupt.name, parked.interrupt.payload) == ("confirm-batch", {"count": 1})
+    done = await unit.resume(parked.id, "go ahead")
+    assert done.status == RunStatus.completed and done.output == "done: refunded o_1", done.error
+    assert answers == ["go ahead"] and len(effects) == 1 and len(model.calls) == 2
+
+
+async def test_a_strands_interrupt_inside_a_tool_fails_the_run_with_what_to_use_instead() -> None:
+    @tool(context=True)
+    def refund(order_id: str, tool_context: ToolContext) -> str:
+        """Refund an order.
+
+        Args:
+            order_id: the order
+        """
+        tool_context.interrupt("approval", reason="refund?")
+        return "refunded"
+
+    model = ScriptedModel(refund_script)
+    unit = create_test_unit({"support": Agent(model=model, tools=[refund], callback_handler=None)}, adapters=[])
+    failed = await unit.run("support", "refund my order")
+    assert failed.status == RunStatus.failed and failed.error is not None
+    assert "use_run().interrupt(name, payload)" in failed.error.message
+    assert len(model.calls) == 1  # stopped before the model saw an error result
 
 
 async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None:

@@ -16,8 +16,8 @@ already made, and the loop reaches the point where it stopped without repeating 
   loop (``stop_reason == "interrupt"``); the adapter turns it into the ``tool-approval``
   interrupt and resumes the loop with an ``interruptResponse`` of ``{"approved", "reason"}``.
   A declined call is cancelled the Strands way (``event.cancel_tool``): the model gets an
-  error tool result saying so. Any other Strands interrupt raised in a hook becomes an
-  interrupt of its name, keyed by Strands' interrupt id; its answer is the response.
+  error tool result saying so. Any other Strands interrupt (a ``BeforeToolsEvent`` hook)
+  becomes an interrupt of its name with its reason as the payload; the answer is the response.
 - The conversation continues on the run's thread: the agent's session snapshot (messages,
   state, conversation manager) is kept in thread state. Runs of one agent instance take
   turns in a process (Strands keeps one conversation per instance); a parked run holds nothing.
@@ -43,12 +43,13 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from strands import Agent, Snapshot
 from strands.agent.agent_result import AgentResult
-from strands.hooks import BeforeToolCallEvent
+from strands.hooks import BeforeModelCallEvent, BeforeToolCallEvent
 from strands.models import Model
+from strands.types._events import ToolInterruptEvent
 from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
-from .api import AdapterContext, define_adapter
+from .api import AdapterContext, AdapterError, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt
@@ -70,6 +71,7 @@ class _Scope:
     agent_name: str
     tool_uses: dict[str, ToolUse] = field(default_factory=dict)
     declined: dict[str, str] = field(default_factory=dict)
+    failure: AdapterError | None = None
 
 
 _scope: ContextVar[_Scope | None] = ContextVar("agent_unit_strands_scope", default=None)
@@ -207,6 +209,8 @@ class _JournaledTool(AgentTool):
         async def invoke(**_arguments: Any) -> dict[str, Any]:
             last: Any = None
             async for event in self.wrapped.stream(tool_use, invocation_state, **kwargs):
+                if isinstance(event, ToolInterruptEvent):
+                    raise _unsupported(self.tool_name)
                 if isinstance(event, ToolResultEvent):
                     return {"result": to_jsonable_python(event.tool_result, fallback=str, bytes_mode="base64")}
                 last = event
@@ -219,6 +223,25 @@ class _JournaledTool(AgentTool):
         journaled = self._ctx.durable.tools({self.tool_name: invoke})[self.tool_name]
         outcome = await journaled(arguments, call_id=tool_use["toolUseId"])
         yield ToolResultEvent(outcome["result"]) if "result" in outcome else outcome["raw"]
+
+
+def _unsupported(tool_name: str) -> AdapterError:
+    """Kept on the scope too: Strands turns a tool's exception into its result, and the run must fail."""
+    error = AdapterError(
+        f"tool {tool_name!r} raised a Strands interrupt, which agent-unit cannot resume inside a tool: "
+        "call use_run().interrupt(name, payload) there instead"
+    )
+    scope = _scope.get()
+    if scope is not None:
+        scope.failure = error
+    return error
+
+
+def _before_model_call(event: BeforeModelCallEvent) -> None:
+    """Added once per agent: a failure Strands swallowed into a tool result stops the run here."""
+    scope = _scope.get()
+    if scope is not None and scope.failure is not None:
+        raise scope.failure
 
 
 def _before_tool_call(event: BeforeToolCallEvent) -> None:
@@ -259,6 +282,7 @@ def _prepare(agent: Agent) -> _Prepared:
         if not isinstance(agent.model, JournaledModel):
             agent.model = JournaledModel(agent.model)
         agent.hooks.add_callback(BeforeToolCallEvent, _before_tool_call)
+        agent.hooks.add_callback(BeforeModelCallEvent, _before_model_call)
         _prepared[agent] = _Prepared(agent.take_snapshot(preset="session"))
     return _prepared[agent]
 
@@ -274,9 +298,9 @@ async def _answer(scope: _Scope, interrupt: Any) -> Any:
             if not approval.approved:
                 scope.declined[call_id] = approval.reason or ""
             return approval.model_dump()
-    return await scope.ctx.run.interrupt(
-        interrupt.name, to_jsonable_python(interrupt.reason, fallback=str), key=interrupt.id
-    )
+    # Another pause (a BeforeToolsEvent hook): Strands' id is the same for every cycle of the
+    # loop, so the interrupt is keyed by its occurrence, which a replay reaches in the same order.
+    return await scope.ctx.run.interrupt(interrupt.name, to_jsonable_python(interrupt.reason, fallback=str))
 
 
 async def _invoke(agent: Agent, scope: _Scope, prompt: str) -> AgentResult:
