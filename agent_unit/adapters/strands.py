@@ -59,6 +59,9 @@ __all__ = ["JournaledModel", "Prompt", "adapter"]
 HISTORY = "strands:snapshot"
 """The thread state key of the agent's session snapshot (its conversation so far)."""
 
+_STRANDS_DEFAULT_NAME = "Strands Agents"
+"""The name Strands gives an agent created without one."""
+
 DECLINED = "Tool call declined by a human."
 """What the model is told, as the cancelled call's result, when an approval is declined."""
 
@@ -290,7 +293,9 @@ def _prepare(agent: Agent) -> _Prepared:
 async def _answer(scope: _Scope, interrupt: Any) -> Any:
     """A Strands interrupt as an agent-unit interrupt; the response to resume Strands with."""
     for call_id, tool_use in scope.tool_uses.items():
-        if f":{call_id}:" in interrupt.id:  # raised in a BeforeToolCallEvent hook for this call
+        # Strands names the call in the id of an interrupt raised in its BeforeToolCallEvent
+        # (``v1:before_tool_call:<toolUseId>:<uuid of the name>``): the approval of that call.
+        if f":{call_id}:" in interrupt.id:
             arguments = tool_use.get("input")
             approval = await ask_approval(
                 scope.ctx.run, call_id=call_id, tool=tool_use["name"], arguments=arguments, agent=scope.agent_name
@@ -314,6 +319,11 @@ async def _invoke(agent: Agent, scope: _Scope, prompt: str) -> AgentResult:
     return result
 
 
+def _agent_name(agent: Agent, ctx: AdapterContext) -> str:
+    """The agent's own name; the name it is served under when it has none (Strands' default)."""
+    return agent.name if agent.name and agent.name != _STRANDS_DEFAULT_NAME else ctx.run.agent
+
+
 async def _run(agent: Agent, ctx: AdapterContext) -> Any:
     prompt = Prompt.model_validate(ctx.input).prompt
     prepared = _prepare(agent)
@@ -323,10 +333,11 @@ async def _run(agent: Agent, ctx: AdapterContext) -> Any:
 
     saved = await ctx.durable.value(HISTORY, read_history)
     async with prepared.lock():  # Strands keeps one conversation per instance: runs take turns
-        token = _scope.set(_Scope(ctx, agent.name or ctx.run.agent))
+        scope = _Scope(ctx, _agent_name(agent, ctx))
+        token = _scope.set(scope)
         try:
             agent.load_snapshot(Snapshot.from_dict(saved) if saved else prepared.pristine)
-            result = await _invoke(agent, _scope.get(), prompt)  # type: ignore[arg-type]
+            result = await _invoke(agent, scope, prompt)
             conversation = agent.take_snapshot(preset="session").to_dict()
         finally:
             agent.load_snapshot(prepared.pristine)
