@@ -154,11 +154,23 @@ async def test_a_declined_call_is_cancelled_even_when_the_hook_ignores_the_answe
     def ask(event: BeforeToolCallEvent) -> None:
         event.interrupt("approval", reason="refund?")  # asks, but never reads the answer
 
-    model, effects = ScriptedModel(refund_script), []
-    agent = refund_agent(model, effects, approve=False)
+    effects: list[str] = []
+
+    @tool
+    def refund(order_id: str) -> str:
+        """Refund an order.
+
+        Args:
+            order_id: the order
+        """
+        effects.append(order_id)
+        return "refunded"
+
+    agent = Agent(model=ScriptedModel(refund_script), tools=[refund], callback_handler=None)  # no name
     agent.hooks.add_callback(BeforeToolCallEvent, ask)
-    unit = create_test_unit({"support": agent}, adapters=[])
-    parked = await unit.run("support", "refund my order")
+    unit = create_test_unit({"refunds": agent}, adapters=[])
+    parked = await unit.run("refunds", "refund my order")
+    assert parked.interrupt is not None and parked.interrupt.payload["agent"] == "refunds"  # not Strands' default
     done = await unit.resume(parked.id, False)
     assert done.status == RunStatus.completed, done.error
     assert effects == [] and done.output == "done: Tool call declined by a human."
