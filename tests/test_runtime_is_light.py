@@ -22,6 +22,7 @@ HEAVY = (
     "agents",
     "langgraph",
     "agent_framework",
+    "strands",
     "mangum",
 )
 

@@ -26,6 +26,7 @@ BUILTINS: dict[str, str] = {
     "agents": "agent_unit.adapters.openai_agents",
     "langgraph": "agent_unit.adapters.langgraph",
     "agent_framework": "agent_unit.adapters.agent_framework",
+    "strands": "agent_unit.adapters.strands",
 }
 """The built-in adapters. Each is imported only when its framework already is: a value of a
 framework exists only if the user's code imported that framework, so nothing else pays for it."""
