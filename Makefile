@@ -1,6 +1,9 @@
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
+# Strands Agents pins mcp<2.2 and the dev tools need mcp>=2.3 (the MCP route): its adapter's
+# tests run in an environment of their own, resolved as a user's `agent-unit[strands]` is.
+STRANDS_VENV ?= .venv-strands
 
 .PHONY: demo test bench
 
@@ -11,12 +14,19 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
+$(STRANDS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(STRANDS_VENV)
+	$(STRANDS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(STRANDS_VENV)/bin/python -m pip install --quiet -e ".[strands]" pytest pytest-asyncio pytest-timeout
+	touch $@
+
 demo: $(VENV)/.installed  ## the refund example: pause, restart in a new process, resume
 	$(PY) examples/refund/main.py
 
-test: $(VENV)/.installed  ## lint, then the whole test suite
+test: $(VENV)/.installed $(STRANDS_VENV)/.installed  ## lint, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider tests/test_adapter_strands.py
 	$(PY) -m pytest
 
 bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md and bench/*/README.md)
