@@ -19,6 +19,7 @@ from agent_unit import RunStatus, use_run
 from agent_unit.adapters.agent_framework import adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.client import SyncAgentClient
+from agent_unit.records import record_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
@@ -65,7 +66,7 @@ async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None
     unit = create_test_unit({"support": refund_agent(client, effects, approve=False)}, adapters=[])
     done = await unit.run("support", {"prompt": "refund my order"})
     assert done.status == RunStatus.completed, done.error
-    assert done.output == "done: refunded o_1" and done.usage == usage(2)
+    assert done.output == "done: refunded o_1" and done.usage == record_usage(usage(2))
     assert len(client.calls) == 2 and effects == [f"refund o_1 {idempotency_key(done.id, 'tool:refund#call_1')}"]
     assert client.streamed == [True, True]  # live, although the adapter runs the agent without streaming
     events = await unit.events(done.id)
@@ -140,7 +141,7 @@ async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_c
     second = create_test_unit({"support": agent}, SQLiteStore(tmp_path / "runs.db"), adapters=[])
     done = await second.resume(parked.id, True)
     assert done.status == RunStatus.completed, done.error
-    assert done.output == "done: refunded o_1" and done.usage == usage(2)
+    assert done.output == "done: refunded o_1" and done.usage == record_usage(usage(2))
     assert len(client.calls) == 2  # the first response came from the journal
     assert effects == [f"refund o_1 {idempotency_key(parked.id, 'tool:refund#call_1')}"]
     resumed = [event["type"] for event in await second.events(parked.id)]
@@ -172,15 +173,15 @@ def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:
     server = Server(f"sqlite:///{tmp_path / 'runs.db'}", env=environment).start()
     try:
         with SyncAgentClient(server.url) as client:
-            events = list(client.run("refund", {"prompt": "refund my order"}))
+            events = [event.data for event in client.run("refund", {"prompt": "refund my order"})]
             assert events[-1]["type"] == "RUN_INTERRUPTED"
             assert events[-1]["interrupt"]["payload"]["tool"] == "refund"
             run_id = events[-1]["runId"]
         server.restart()  # a new process over the same store
         with SyncAgentClient(server.url) as client:
-            finished = list(client.resume(run_id, True))
+            finished = [event.data for event in client.resume(run_id, True)]
             assert finished[-1]["type"] == "RUN_FINISHED" and finished[-1]["result"] == "done: refunded o_1"
-            assert client.get(run_id)["output"] == "done: refunded o_1"
+            assert client.get(run_id).output == "done: refunded o_1"
     finally:
         server.stop()
     assert len(calls.read_text().splitlines()) == 2  # one model call before the restart, one after

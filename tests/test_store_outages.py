@@ -131,12 +131,12 @@ async def test_the_client_following_a_stream_cut_short_by_a_store_outage_reconne
     server = Server(store.url, env={"TEST_AGENTS": "tests.process_agents:AGENTS"}).start()
     client = AgentClient(server.url, reconnects=1)
     try:
-        run_id = (await client.start("approval", 1, wait=True))["id"]
+        run_id = (await client.start("approval", 1, wait=True)).id
         seen = []
         with pytest.raises(StoreUnavailable):  # it reconnected, and was told the store is still away
             async for event in client.events(run_id, follow=True):
-                seen.append(event["type"])
-                if event["type"] == "RUN_INTERRUPTED":
+                seen.append(event.type)
+                if event.type == "RUN_INTERRUPTED":
                     store.stop()
         assert seen[-1] == "RUN_INTERRUPTED"  # it did not take the early end for the end of the run
     finally:
