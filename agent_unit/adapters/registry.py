@@ -25,6 +25,7 @@ BUILTINS: dict[str, str] = {
     "pydantic_ai": "agent_unit.adapters.pydantic_ai",
     "agents": "agent_unit.adapters.openai_agents",
     "langgraph": "agent_unit.adapters.langgraph",
+    "google.adk": "agent_unit.adapters.google_adk",  # `google` is a namespace package: key the subpackage
 }
 """The built-in adapters. Each is imported only when its framework already is: a value of a
 framework exists only if the user's code imported that framework, so nothing else pays for it."""
