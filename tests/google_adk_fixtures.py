@@ -15,7 +15,7 @@ from typing import Any
 
 from google.adk.agents import Agent
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
-from google.adk.tools import FunctionTool
+from google.adk.tools import FunctionTool, ToolContext
 from google.genai import types
 from pydantic import BaseModel
 
@@ -147,4 +147,22 @@ def _chat(request: LlmRequest) -> list[types.Part]:
 chat = Agent(name="chat", model=ScriptedLlm(model="scripted-chat", label="chat", script=_chat))
 
 
-AGENTS = {"support": support, "charger": charger, "invoicer": invoicer, "chat": chat}
+# -- a tool that asks for its own confirmation -------------------------------------------
+
+
+def transfer(amount: int, tool_context: ToolContext) -> str:
+    """Transfers money, once a human confirms."""
+    confirmation = tool_context.tool_confirmation
+    if confirmation is None:
+        tool_context.request_confirmation(hint=f"transfer {amount}?", payload={"amount": amount})
+        return "waiting for a human"
+    if not confirmation.confirmed:
+        return f"not transferred (asked: {confirmation.hint})"
+    record(f"transfer {amount} {use_run().idempotency_key()}")
+    return f"transferred {amount}"
+
+
+banker = Agent(name="banker", model=scripted("banker", "transfer", {"amount": 7}), tools=[transfer])
+
+
+AGENTS = {"banker": banker, "support": support, "charger": charger, "invoicer": invoicer, "chat": chat}

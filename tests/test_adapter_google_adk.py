@@ -180,6 +180,29 @@ async def test_a_declined_confirmation_runs_nothing_and_the_model_gets_adks_reje
     assert done.output == "done: This tool call is rejected."  # ADK's own words for a declined confirmation
 
 
+async def test_a_tool_that_asks_for_confirmation_itself_pauses_and_is_called_again_with_the_answer(
+    tmp_path: Path, fresh_log: list[str]
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit(fixtures.AGENTS, store) as unit:
+        parked = await unit.run("banker", "send 7")
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
+    assert parked.interrupt.payload == {
+        "call_id": "call_1",
+        "tool": "transfer",
+        "arguments": {"amount": 7},
+        "agent": "banker",
+    }
+    async with create_test_unit(fixtures.AGENTS, store) as unit:  # a restarted process
+        done = await unit.resume(parked.id, True)
+        declined = await unit.resume((await unit.run("banker", "send 7")).id, False)
+    await store.close()
+    assert done.status == RunStatus.completed and done.output == "done: transferred 7", done.error
+    key = idempotency_key(parked.id, "tool:transfer#call_1:confirmed")
+    assert fresh_log == ["model banker 1", f"transfer 7 {key}", "model banker 3", "model banker 1", "model banker 3"]
+    assert declined.output == "done: not transferred (asked: transfer 7?)"  # the tool heard ADK's ToolConfirmation
+
+
 async def test_a_conversation_continues_on_its_thread() -> None:
     async with create_test_unit(fixtures.AGENTS) as unit:
         first = await unit.run("chat", "hello", thread_id="t_1")

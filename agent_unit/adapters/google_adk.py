@@ -21,8 +21,14 @@ store to configure and to keep in step with the journal; this way the thread's c
 is in whatever store agent-unit uses, a replay rebuilds exactly the session it started
 from (the history is a journaled read), and a second run on the thread continues it.
 
-Not journaled, so they run again on a replay: agent callbacks, other plugins, and a tool's
-own ``tool_context.request_confirmation(...)`` (it is answered by ADK, not paused on).
+A tool that calls ``tool_context.request_confirmation(...)`` itself pauses as the same
+interrupt; the tool is then called again with ADK's ``ToolConfirmation`` (confirmed or not),
+journaled under ``<call id>:confirmed``, and decides itself what to tell the model.
+
+Not journaled, so they run again on a replay: agent and model callbacks, and other plugins.
+A tool's error reaches the run as the tool's own exception (ADK's ``on_tool_error_callback``
+does not see it: the tool runs inside agent-unit's plugin). A ``LongRunningFunctionTool``
+is one journaled call; its later result, which ADK takes as a new message, is not supported.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from ..run import Park
-from .api import AdapterContext, define_adapter
+from .api import AdapterContext, AdapterError, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt
@@ -60,6 +66,9 @@ HISTORY = "google-adk:events"
 
 REJECTED = "This tool call is rejected."
 """What ADK answers the model for a call whose confirmation was declined (``tools/_confirmation_utils.py``)."""
+
+ASKED = "adk_request_confirmation"
+"""Marks a journaled tool result whose tool asked for a confirmation (ADK's own name for the request)."""
 
 _APP = "agent_unit"
 _USER = "agent-unit"
@@ -80,7 +89,11 @@ def _request(llm_request: LlmRequest) -> dict[str, Any]:
 
 
 def _provider(model: BaseLlm) -> str:
-    return "google" if type(model).__module__.startswith("google.adk.models.google_llm") else type(model).__name__
+    """Gemini is ``google``; LiteLLM's ``provider/model`` names give theirs; any other model, its class."""
+    if type(model).__module__.startswith("google.adk.models.google_llm"):
+        return "google"
+    prefix, slash, _ = model.model.partition("/")
+    return prefix if slash else type(model).__name__
 
 
 def _usage(provider: str, model: str) -> Any:
@@ -144,7 +157,8 @@ class _Durability(BasePlugin):
 
     def _llm_agent(self, name: str) -> LlmAgent:
         found = self._agent.find_agent(name)
-        assert isinstance(found, LlmAgent), f"agent {name!r} calls a model but is not an LlmAgent"
+        if not isinstance(found, LlmAgent):
+            raise AdapterError(f"agent {name!r} called a model but is not an LlmAgent of this agent's tree")
         return found
 
     async def before_model_callback(
@@ -200,19 +214,35 @@ class _Durability(BasePlugin):
 
     async def _call(self, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext) -> dict[str, Any]:
         call_id = tool_context.function_call_id or ""
+        agent = tool_context.agent_name
         if await tool.check_require_confirmation(tool_args, tool_context) is True:
             answer = await ask_approval(
-                self._ctx.run, call_id=call_id, tool=tool.name, arguments=tool_args, agent=tool_context.agent_name
+                self._ctx.run, call_id=call_id, tool=tool.name, arguments=tool_args, agent=agent
             )
             if not answer.approved:  # ADK's answer to a declined confirmation
                 return {"error": f"{REJECTED} Reason: {answer.reason}" if answer.reason else REJECTED}
             tool_context.tool_confirmation = ToolConfirmation(confirmed=True)
+        result = await self._invoke(tool, tool_args, tool_context, call_id)
+        if isinstance(result, dict) and ASKED in result:
+            # The tool called tool_context.request_confirmation(): ADK would end the invocation and
+            # wait for the answer; the run parks instead, then calls the tool again with the answer.
+            asked = ToolConfirmation.model_validate(result[ASKED])
+            answer = await ask_approval(
+                self._ctx.run, call_id=call_id, tool=tool.name, arguments=tool_args, agent=agent
+            )
+            tool_context.tool_confirmation = asked.model_copy(update={"confirmed": answer.approved})
+            result = await self._invoke(tool, tool_args, tool_context, f"{call_id}:confirmed")
+        return result if isinstance(result, dict) else {"result": result}
+
+    async def _invoke(self, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext, key: str) -> Any:
+        """The tool, journaled under ``key`` (its function call id); a confirmation it asks for is journaled with it."""
 
         async def invoke(**arguments: Any) -> Any:
-            return _plain(await tool.run_async(args=arguments, tool_context=tool_context))
+            result = _plain(await tool.run_async(args=arguments, tool_context=tool_context))
+            asked = tool_context.actions.requested_tool_confirmations.pop(tool_context.function_call_id or "", None)
+            return result if asked is None else {ASKED: _plain(asked), "result": result}
 
-        result = await self._ctx.durable.tools({tool.name: invoke})[tool.name](tool_args, call_id=call_id)
-        return result if isinstance(result, dict) else {"result": result}
+        return await self._ctx.durable.tools({tool.name: invoke})[tool.name](tool_args, call_id=key)
 
 
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
