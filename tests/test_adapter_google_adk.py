@@ -16,7 +16,7 @@ import pytest
 from ag_ui.core import Event
 from google.adk.agents import Agent
 from google.adk.models import LlmRequest
-from google.adk.tools import FunctionTool
+from google.adk.tools import FunctionTool, ToolContext
 from google.genai import types
 from pydantic import TypeAdapter
 
@@ -201,6 +201,40 @@ async def test_a_tool_that_asks_for_confirmation_itself_pauses_and_is_called_aga
     key = idempotency_key(parked.id, "tool:transfer#call_1:confirmed")
     assert fresh_log == ["model banker 1", f"transfer 7 {key}", "model banker 3", "model banker 1", "model banker 3"]
     assert declined.output == "done: not transferred (asked: transfer 7?)"  # the tool heard ADK's ToolConfirmation
+
+
+async def test_what_a_tool_does_to_the_session_state_is_replayed_with_its_result(tmp_path: Path) -> None:
+    remembered: list[str] = []
+
+    def script(request: LlmRequest) -> list[types.Part]:
+        answered = responses(request)
+        if not answered:
+            return [call("remember", {"order_id": "o_1"}, "call_m")]
+        if "result" in answered[0] and answered[0]["result"] == "noted":
+            return [call("refund", {"order_id": "o_1"}, "call_r")]
+        return [types.Part(text=f"done: {answered[0]['result']}")]
+
+    def remember(order_id: str, tool_context: ToolContext) -> str:
+        """Notes the order."""
+        remembered.append(order_id)
+        tool_context.state["order"] = order_id
+        return "noted"
+
+    agent = Agent(
+        name="stateful",
+        model=ScriptedLlm(model="scripted-stateful", script=script),
+        instruction="The order is {order?}.",  # ADK fills it from the session state
+        tools=[remember, FunctionTool(fixtures.refund, require_confirmation=True)],
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"stateful": agent}, store) as unit:
+        parked = await unit.run("stateful", "refund o_1")
+    assert parked.status == RunStatus.interrupted, parked.error
+    async with create_test_unit({"stateful": agent}, store) as unit:  # a restart: the state comes from the journal
+        done = await unit.resume(parked.id, True)
+    await store.close()
+    assert done.status == RunStatus.completed and done.output == "done: refunded o_1", done.error
+    assert remembered == ["o_1"]
 
 
 async def test_a_conversation_continues_on_its_thread() -> None:

@@ -11,7 +11,8 @@ runs the user's agent, unchanged, through a ``Runner`` with one plugin added for
   sees the same ids.
 - ``before_tool_callback`` answers every tool call (a dict returned there skips ADK's own
   call): the tool runs through ``ctx.durable.tools`` under ADK's function call id, which is
-  its idempotency key. A tool with ``require_confirmation`` pauses the run as the
+  its idempotency key; what it does to ``tool_context.actions`` (state changes, a transfer,
+  an escalation) is journaled with it. A tool with ``require_confirmation`` pauses the run as the
   ``tool-approval`` interrupt; a declined call is not run, and the model gets ADK's own
   answer to a rejected confirmation.
 
@@ -41,7 +42,7 @@ from typing import Any
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.apps import App
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.runners import Runner
@@ -67,8 +68,8 @@ HISTORY = "google-adk:events"
 REJECTED = "This tool call is rejected."
 """What ADK answers the model for a call whose confirmation was declined (``tools/_confirmation_utils.py``)."""
 
-ASKED = "adk_request_confirmation"
-"""Marks a journaled tool result whose tool asked for a confirmation (ADK's own name for the request)."""
+ACTIONS = "adk_actions"
+"""Marks a journaled tool result that carries what the tool did to its ``tool_context.actions``."""
 
 _APP = "agent_unit"
 _USER = "agent-unit"
@@ -223,10 +224,10 @@ class _Durability(BasePlugin):
                 return {"error": f"{REJECTED} Reason: {answer.reason}" if answer.reason else REJECTED}
             tool_context.tool_confirmation = ToolConfirmation(confirmed=True)
         result = await self._invoke(tool, tool_args, tool_context, call_id)
-        if isinstance(result, dict) and ASKED in result:
+        asked = tool_context.actions.requested_tool_confirmations.pop(call_id, None)
+        if asked is not None:
             # The tool called tool_context.request_confirmation(): ADK would end the invocation and
             # wait for the answer; the run parks instead, then calls the tool again with the answer.
-            asked = ToolConfirmation.model_validate(result[ASKED])
             answer = await ask_approval(
                 self._ctx.run, call_id=call_id, tool=tool.name, arguments=tool_args, agent=agent
             )
@@ -235,14 +236,29 @@ class _Durability(BasePlugin):
         return result if isinstance(result, dict) else {"result": result}
 
     async def _invoke(self, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext, key: str) -> Any:
-        """The tool, journaled under ``key`` (its function call id); a confirmation it asks for is journaled with it."""
+        """The tool, journaled under ``key`` (its function call id), with what it did to ``tool_context.actions``.
+
+        A tool talks to ADK through its actions too (state changes, a transfer, an escalation, a
+        confirmation it asks for): they are journaled with its result and put back on replay.
+        """
 
         async def invoke(**arguments: Any) -> Any:
             result = _plain(await tool.run_async(args=arguments, tool_context=tool_context))
-            asked = tool_context.actions.requested_tool_confirmations.pop(tool_context.function_call_id or "", None)
-            return result if asked is None else {ASKED: _plain(asked), "result": result}
+            actions = tool_context.actions.model_dump(mode="json", exclude_defaults=True)
+            return {ACTIONS: actions, "result": result} if actions else result
 
-        return await self._ctx.durable.tools({tool.name: invoke})[tool.name](tool_args, call_id=key)
+        result = await self._ctx.durable.tools({tool.name: invoke})[tool.name](tool_args, call_id=key)
+        if not (isinstance(result, dict) and ACTIONS in result):
+            return result
+        done = EventActions.model_validate(result[ACTIONS])
+        for field in done.model_fields_set:
+            value = getattr(done, field)
+            current = getattr(tool_context.actions, field)
+            if isinstance(current, dict):  # the same dict: the tool context's state writes into it
+                current.update(value)
+            else:
+                setattr(tool_context.actions, field, value)
+        return result["result"]
 
 
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
