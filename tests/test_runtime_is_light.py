@@ -20,6 +20,7 @@ HEAVY = (
     "a2a",
     "pydantic_ai",
     "agents",
+    "google",  # google-adk (and google-genai): only a user of ADK imports it
     "langgraph",
     "agent_framework",
     "strands",

@@ -27,6 +27,7 @@ BUILTINS: dict[str, str] = {
     "langgraph": "agent_unit.adapters.langgraph",
     "agent_framework": "agent_unit.adapters.agent_framework",
     "strands": "agent_unit.adapters.strands",
+    "google.adk": "agent_unit.adapters.google_adk",  # `google` is a namespace package: key the subpackage
 }
 """The built-in adapters. Each is imported only when its framework already is: a value of a
 framework exists only if the user's code imported that framework, so nothing else pays for it."""
