@@ -225,8 +225,8 @@ def test_an_adapter_installed_from_a_folder_is_vendored_and_serves_its_agent(tmp
         (
             {"helpers.py": "def later():\n    import not_installed_anywhere\n"},
             {},
-            "the project imports modules that are not installed here, so the build cannot vendor them:\n"
-            "  helpers.py:2: not_installed_anywhere\n",
+            "the project imports modules that are not installed here, so the build cannot vendor them "
+            "(helpers.py:2: not_installed_anywhere)",
         ),
         (
             {"agent-unit.toml": 'storage = "${AU_UNSET_STORE_URL}"\n'},
