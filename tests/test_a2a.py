@@ -27,6 +27,8 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     InvalidParamsError,
+    ListTasksRequest,
+    ListTasksResponse,
     Message,
     Part,
     Role,
@@ -315,6 +317,51 @@ async def test_get_and_cancel_tasks_with_the_sdk_client(http: httpx.AsyncClient)
             await send(client, message(text("hi"), task_id="run_nope"))
 
 
+async def test_list_tasks_pages_the_run_list_with_the_filters_a2a_defines(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        first = only_task(await send(client, message(text("a"), skill="echo")))
+        parked = only_task(
+            await send(client, message(data({"order_id": "o"}), skill="refund", context_id=first.context_id))
+        )
+        other = only_task(await send(client, message(text("b"), skill="echo")))
+        everything = await client.list_tasks(ListTasksRequest())
+        assert [found.id for found in everything.tasks] == [other.id, parked.id, first.id]  # newest first
+        assert everything.total_size == 3 and everything.next_page_token == "" and everything.page_size == 50
+        assert not any(found.artifacts for found in everything.tasks)  # omitted unless includeArtifacts
+        with_output = await client.list_tasks(ListTasksRequest(include_artifacts=True, context_id=first.context_id))
+        assert [found.id for found in with_output.tasks] == [parked.id, first.id]
+        assert output_of(with_output.tasks[1]) == "echo: A"
+        waiting = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_INPUT_REQUIRED))
+        assert [found.id for found in waiting.tasks] == [parked.id] and waiting.total_size == 1
+        done = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED, page_size=1))
+        assert [found.id for found in done.tasks] == [other.id] and done.total_size == 2 and done.next_page_token
+        rest = await client.list_tasks(
+            ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED, page_size=1, page_token=done.next_page_token)
+        )
+        assert [found.id for found in rest.tasks] == [first.id] and rest.next_page_token == ""
+        assert not (await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_WORKING))).tasks
+        with pytest.raises(InvalidParamsError):
+            await client.list_tasks(ListTasksRequest(page_size=500))
+    strict((await rpc(http, "ListTasks", {"includeArtifacts": True}))["result"], ListTasksResponse())
+
+
+async def test_list_tasks_is_authorized_like_the_run_list() -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def authorize(request: Request, action: str, run: dict[str, Any]) -> bool:
+        seen.append((action, run))
+        return request.headers.get("x-user") != "mallory"
+
+    app = create_agent_unit(AGENTS, store="memory://", public_url=URL, authorize=authorize)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        listed = await rpc(http, "ListTasks", {"contextId": "thread_1"})
+        assert listed["result"] == {"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0}
+        refused = await http.post("/a2a", json=call("ListTasks", {"pageSize": 500}), headers={"x-user": "mallory"})
+        assert refused.status_code == 403
+    await app.engine.aclose()
+    assert seen[0] == ("list", {"agent": None, "thread_id": "thread_1"})
+
+
 async def test_return_immediately_then_subscribe_to_the_task(http: httpx.AsyncClient) -> None:
     async with a2a_client(URL, http=http) as (client, _):
         started = only_task(await send(client, message(text("hi"), skill="echo"), return_immediately=True))
@@ -549,7 +596,12 @@ ERRORS = [
     ),
     ("push notifications", call("CreateTaskPushNotificationConfig"), -32003, "push"),
     ("extended card", call("GetExtendedAgentCard"), -32007, "extended"),
-    ("list tasks", call("ListTasks"), -32004, "ListTasks"),
+    ("list tasks, a page of 101", call("ListTasks", {"pageSize": 101}), -32602, "pageSize"),
+    ("list tasks, a page of 0", call("ListTasks", {"pageSize": 0}), -32602, "pageSize"),
+    ("list tasks, historyLength -1", call("ListTasks", {"historyLength": -1}), -32602, "historyLength"),
+    ("list tasks, an unknown state", call("ListTasks", {"status": "running"}), -32602, "TASK_STATE_WORKING"),
+    ("list tasks, a made-up page token", call("ListTasks", {"pageToken": "page2"}), -32602, "pageToken"),
+    ("list tasks, a bad timestamp", call("ListTasks", {"statusTimestampAfter": "today"}), -32602, "RFC 3339"),
     ("0.3 unknown task", call("tasks/get", {"id": "run_x"}), -32001, "run_x"),
     ("0.3 push notifications", call("tasks/pushNotificationConfig/set"), -32003, "push"),
     ("0.3 a 1.0 role", call("message/send", {"message": user({"text": "x"})}), -32602, "'user'"),

@@ -5,13 +5,13 @@ read from the engine, so a task survives a restart and any server over the same 
 serves it (an in-memory task store, as A2A servers commonly keep, would lose it).
 
 The JSON-RPC methods are the ones a2a-sdk's client sends: ``SendMessage``,
-``SendStreamingMessage``, ``GetTask``, ``CancelTask`` and ``SubscribeToTask`` (A2A 1.0), and
+``SendStreamingMessage``, ``GetTask``, ``CancelTask``, ``SubscribeToTask`` and ``ListTasks`` (A2A 1.0), and
 ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel`` and ``tasks/resubscribe``
 (A2A 0.3) on the same endpoint. The contract a client author follows is ``spec/a2a.md``.
 
 The app imports this module at the first A2A request, and it imports no A2A SDK at all
 (see :mod:`.a2a_shapes`). Authorization goes through the app's ``authorize`` hook with the
-same actions as the HTTP routes (``start``, ``resume``, ``get``, ``cancel``, ``events``;
+same actions as the HTTP routes (``start``, ``resume``, ``get``, ``cancel``, ``events``, ``list``;
 ``manifest`` for the card), so one policy governs a run whichever protocol touches it.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -40,6 +41,7 @@ from ..errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
+from ..ids import is_id
 from ..records import RunRecord, RunStatus
 from .a2a_shapes import (
     CONTENT_TYPE_NOT_SUPPORTED,
@@ -52,6 +54,7 @@ from .a2a_shapes import (
     PUSH_NOT_SUPPORTED,
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
+    TASK_STATES,
     UNSUPPORTED_OPERATION,
     VERSION_NOT_SUPPORTED,
     Dialect,
@@ -62,6 +65,7 @@ from .a2a_shapes import (
     field_violations,
     input_from,
     read_message,
+    run_statuses,
     stream_items,
     task,
     to_v03,
@@ -117,11 +121,9 @@ _NOT_SERVED = {
         ("GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"),
         (EXTENDED_CARD_NOT_CONFIGURED, "there is no extended card: the public card lists every skill"),
     ),
-    "ListTasks": (
-        UNSUPPORTED_OPERATION,
-        "ListTasks is not served: GET /runs?thread_id=<contextId> lists a context's runs",
-    ),
 }
+_PAGE_SIZE, _MAX_PAGE_SIZE = 50, 100  # ListTasks' default and largest page, as a2a-sdk's server has them
+_SCAN = 200  # runs read from the store at a time while a ListTasks filter is applied here
 
 
 class PublicUrlMissing(AgentUnitError):
@@ -213,6 +215,7 @@ class _JsonRpc:
             "GetTask": (self.get, "1.0"),
             "CancelTask": (self.cancel, "1.0"),
             "SubscribeToTask": (self.subscribe, "1.0"),
+            "ListTasks": (self.list_tasks, "1.0"),  # A2A 0.3 has no such method
             "message/send": (self.send, "0.3"),
             "message/stream": (self.send_streaming, "0.3"),
             "tasks/get": (self.get, "0.3"),
@@ -370,7 +373,64 @@ class _JsonRpc:
         record = await self.engine.get(record.id)  # after the seq: its status covers every event up to it
         return self._stream(record, {"task": task(record)}, after, dialect, request_id)
 
+    async def list_tasks(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
+        """ListTasks: the run list as tasks, newest first, authorized like ``GET /runs`` (action ``list``).
+
+        ``pageToken`` is the last run id of the page before (the cursor of ``GET /runs``);
+        ``totalSize`` counts every task the filters match, so it reads them all once.
+        """
+        context_id = _optional_str(params.get("contextId"), "contextId")
+        await self.api.guard(request, "list", {"agent": None, "thread_id": context_id})
+        statuses = _status_filter(params.get("status"))
+        page_size = _optional_int(params, "pageSize", 1, _MAX_PAGE_SIZE)
+        page_size = _PAGE_SIZE if page_size is None else page_size
+        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
+        token = _optional_str(params.get("pageToken"), "pageToken")
+        if token is not None and not is_id(token, "run"):
+            raise RpcError(
+                INVALID_PARAMS, f"pageToken {token!r} is not a nextPageToken: send the one the last page gave"
+            )
+        after = _optional_timestamp(params.get("statusTimestampAfter"))
+        include_artifacts = params.get("includeArtifacts", False)
+        if not isinstance(include_artifacts, bool):
+            raise RpcError(INVALID_PARAMS, "includeArtifacts must be true or false")
+
+        def wanted(record: RunRecord) -> bool:
+            return (statuses is None or record.status in statuses) and (after is None or record.updated_at >= after)
+
+        tasks: list[Json] = []
+        total, more = 0, False
+        async for record in self._runs(context_id, statuses):
+            if not wanted(record):
+                continue
+            total += 1
+            if token is not None and record.id >= token:
+                continue  # on an earlier page
+            if len(tasks) == page_size:
+                more = True
+                continue
+            body = task(record)
+            if not include_artifacts:
+                body.pop("artifacts", None)  # the specification: omitted, not empty
+            tasks.append(body)
+        next_token = tasks[-1]["id"] if more else ""
+        return {"tasks": tasks, "nextPageToken": next_token, "pageSize": page_size, "totalSize": total}
+
     # -- helpers -----------------------------------------------------------------------------
+
+    async def _runs(self, context_id: str | None, statuses: frozenset[RunStatus] | None) -> AsyncIterator[RunRecord]:
+        """Every run of the context (all when None), newest first; filtered by status in the store when it is one."""
+        if statuses is not None and not statuses:
+            return
+        status = next(iter(statuses)) if statuses is not None and len(statuses) == 1 else None
+        cursor: str | None = None
+        while True:
+            page = await self.engine.list(status=status, thread_id=context_id, limit=_SCAN, cursor=cursor)
+            for record in page.runs:
+                yield record
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     async def _task(self, request: Request, params: Json, action: str) -> RunRecord:
         task_id = params.get("id")
@@ -457,6 +517,53 @@ class _JsonRpc:
             return frames()
 
         return SSEResponse(body, headers={"x-run-id": run_id})
+
+
+def _optional_str(value: Any, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise RpcError(INVALID_PARAMS, f"{where} must be a string")
+    return value
+
+
+def _optional_int(params: Json, name: str, low: int, high: int | None = None) -> int | None:
+    """``params[name]``, a whole number from ``low`` to ``high`` when sent (proto JSON may send it as a string)."""
+    value = params.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.lstrip("-").isdigit() and len(value) < 12:
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise RpcError(INVALID_PARAMS, f"{name} is {params[name]!r}: use a whole number {bounds}")
+    return value
+
+
+def _status_filter(value: Any) -> frozenset[RunStatus] | None:
+    """ListTasks' ``status`` (a TaskState name or number) as the run statuses it covers; None for no filter."""
+    if value is None or value in (0, "TASK_STATE_UNSPECIFIED"):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < len(TASK_STATES):
+        value = TASK_STATES[value]
+    if not isinstance(value, str) or value not in TASK_STATES:
+        raise RpcError(INVALID_PARAMS, f"status {value!r} is not a task state: use one of {', '.join(TASK_STATES[1:])}")
+    return run_statuses(value)
+
+
+def _optional_timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp (proto JSON's form of ``google.protobuf.Timestamp``)."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise RpcError(
+            INVALID_PARAMS, f"statusTimestampAfter {value!r} is not an RFC 3339 time such as 2026-01-01T00:00:00Z"
+        )
+    return moment
 
 
 def _parse_sse(chunk: bytes) -> tuple[int, Json] | None:

@@ -26,9 +26,11 @@ __all__ = [
     "Incoming",
     "RpcError",
     "SCHEMAS_EXTENSION",
+    "TASK_STATES",
     "agent_card",
     "input_from",
     "read_message",
+    "run_statuses",
     "stream_items",
     "task",
     "to_v03",
@@ -60,6 +62,24 @@ _STATES = {
     RunStatus.failed: "TASK_STATE_FAILED",
     RunStatus.cancelled: "TASK_STATE_CANCELED",
 }
+
+# TaskState's enum numbers, as a client may send a state in proto JSON.
+TASK_STATES = (
+    "TASK_STATE_UNSPECIFIED",
+    "TASK_STATE_SUBMITTED",
+    "TASK_STATE_WORKING",
+    "TASK_STATE_COMPLETED",
+    "TASK_STATE_FAILED",
+    "TASK_STATE_CANCELED",
+    "TASK_STATE_INPUT_REQUIRED",
+    "TASK_STATE_REJECTED",
+    "TASK_STATE_AUTH_REQUIRED",
+)
+
+
+def run_statuses(state: str) -> frozenset[RunStatus]:
+    """The run statuses a task state stands for (none for ``submitted``, ``rejected``, ``auth-required``)."""
+    return frozenset(status for status, shown in _STATES.items() if shown == state)
 
 
 class RpcError(Exception):
