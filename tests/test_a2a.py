@@ -181,13 +181,69 @@ async def test_card_at_both_paths_is_a_valid_card_with_one_skill_per_agent(http:
     ]
     assert card.capabilities.streaming is True and card.capabilities.push_notifications is False
     strict({k: v for k, v in current.items() if k not in LEGACY_CARD_FIELDS}, AgentCard())  # no stray 1.0 field
-    [extension] = card.capabilities.extensions
+    extension, links = card.capabilities.extensions
     schemas = MessageToDict(extension.params)["skills"]
+    assert links.uri == "urn:agent-unit:a2a:agent-cards:v1"
+    assert MessageToDict(links.params)["agents"]["echo"] == {
+        "url": f"{URL}/agents/echo/a2a",
+        "agentCard": f"{URL}/agents/echo/.well-known/agent-card.json",
+    }
     assert schemas["refund"]["inputSchema"]["required"] == ["order_id"]
     assert schemas["count"]["inputSchema"] == {"type": "integer"}
     legacy = v03.AgentCard.model_validate(current)  # what an A2A 0.3 client reads
     assert legacy.url == f"{URL}/a2a" and legacy.preferred_transport == "JSONRPC"
     assert [skill.id for skill in legacy.skills] == sorted(AGENTS) and legacy.capabilities.streaming is True
+
+
+async def test_each_agent_of_a_two_agent_deployment_has_its_own_card_and_endpoint_for_a_generic_client() -> None:
+    app = create_agent_unit({"echo": echo, "count": AGENTS["count"]}, store="memory://", public_url=URL)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        deployment = (await http.get("/.well-known/agent-card.json")).json()
+        [links] = [e for e in deployment["capabilities"]["extensions"] if e["uri"].endswith("agent-cards:v1")]
+        card_url = links["params"]["agents"]["count"]["agentCard"]
+        assert card_url == f"{URL}/agents/count/.well-known/agent-card.json"
+        base = card_url.removesuffix("/.well-known/agent-card.json")
+        async with a2a_client(base, http=http) as (client, card):  # A2A only: no skill, no agent-unit knowledge
+            assert card.name == "count" and [skill.id for skill in card.skills] == ["count"]
+            assert {i.url for i in card.supported_interfaces} == {f"{URL}/agents/count/a2a"}
+            done = only_task(await send(client, message(text("41"))))
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED and output_of(done) == 42
+            assert (await client.get_task(GetTaskRequest(id=done.id))).id == done.id
+            assert [found.id for found in (await client.list_tasks(ListTasksRequest())).tasks] == [done.id]
+            echoed = (await rpc(http, "SendMessage", {"message": user({"text": "hi"})}))["result"]["task"]
+            with pytest.raises(TaskNotFoundError):  # another agent's task is not this endpoint's
+                await client.get_task(GetTaskRequest(id=echoed["id"]))
+            assert [found.id for found in (await client.list_tasks(ListTasksRequest())).tasks] == [done.id]
+        # the same card under the endpoint's own path, where a client given only the endpoint looks
+        assert (await http.get("/agents/count/a2a/.well-known/agent-card.json")).json()["name"] == "count"
+        assert (await http.get("/a2a/.well-known/agent-card.json")).json() == deployment
+        other_skill = await http.post("/agents/count/a2a", json=call("SendMessage", {"message": user({"text": "1"})}))
+        assert (
+            other_skill.json()["error"]["code"] == -32602
+            and "/agents/echo/a2a" in other_skill.json()["error"]["message"]
+        )
+        no_skill = await rpc(http, "SendMessage", {"message": user({"text": "1"}, skill=None)})
+        assert "/agents/{name}/a2a" in no_skill["error"]["message"]
+        missing = await http.post("/agents/nope/a2a", json=call("GetTask", {"id": "run_x"}))
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "agent_not_found"
+        assert (await http.get("/agents/nope/.well-known/agent-card.json")).status_code == 404
+    await app.engine.aclose()
+
+
+async def test_the_configured_default_agent_takes_a_new_task_without_a_skill_on_the_deployment_endpoint() -> None:
+    app = create_agent_unit(
+        {"echo": echo, "count": AGENTS["count"]}, store="memory://", public_url=URL, a2a_default_agent="count"
+    )
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http,
+        a2a_client(URL, http=http) as (client, _),
+    ):
+        done = only_task(await send(client, message(text("1"))))
+        assert output_of(done) == 2
+        assert output_of(only_task(await send(client, message(text("hi"), skill="echo")))) == "echo: HI"
+    await app.engine.aclose()
+    with pytest.raises(ValueError, match="a2a_default_agent 'nope' is not an agent: the agents are count, echo"):
+        create_agent_unit({"echo": echo, "count": AGENTS["count"]}, store="memory://", a2a_default_agent="nope")
 
 
 async def test_the_card_never_takes_its_url_from_the_host_header(http: httpx.AsyncClient) -> None:
@@ -705,3 +761,19 @@ async def test_a_body_not_sent_as_json_is_refused_before_json_rpc(http: httpx.As
     assert (await http.app.engine.list()).runs == []  # type: ignore[attr-defined]
     sent = await http.post("/a2a", content=body, headers={"content-type": "application/json; charset=utf-8"})
     assert sent.json()["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_the_project_configuration_names_the_default_agent(tmp_path: Path) -> None:
+    from agent_unit_cli.dev import create_app
+
+    (tmp_path / "agents").mkdir()
+    for name, body in (("shout", "return input.upper()"), ("whisper", "return input.lower()")):
+        (tmp_path / "agents" / f"{name}.py").write_text(
+            f"from agent_unit import define_agent\n\n\n@define_agent\nasync def agent(input: str) -> str:\n    {body}\n"
+        )
+    (tmp_path / "agent-unit.toml").write_text('storage = "memory://"\na2a_default_agent = "whisper"\n')
+    app = create_app(tmp_path, public_url=URL)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        reply = await rpc(http, "SendMessage", {"message": user({"text": "Hi"}, skill=None)})
+        assert reply["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "hi"
+    await app.engine.aclose()

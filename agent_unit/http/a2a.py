@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..answers import check_answer
 from ..errors import (
+    AgentNotFound,
     AgentUnitError,
     BadRequest,
     Forbidden,
@@ -77,7 +78,7 @@ from .sse import SSEResponse, event_stream
 if TYPE_CHECKING:
     from .app import _Api
 
-__all__ = ["app", "card"]
+__all__ = ["CARD_PATH", "app", "card"]
 
 log = logging.getLogger("agent_unit.http.a2a")
 
@@ -158,6 +159,8 @@ def listen_url(host: str, port: int | str, *, note: bool = True) -> str:
 def card(api: _Api) -> ASGIApp:
     """``GET /.well-known/agent-card.json`` (and the older ``agent.json``): the agent card.
 
+    The deployment's card (every agent a skill, each agent's own card linked) or, under
+    ``/agents/{name}/``, one agent's card whose endpoint is ``/agents/{name}/a2a``.
     The endpoint's URL is the configured public URL (``public_url`` / ``AGENT_UNIT_URL``)
     plus the path the app is mounted at; never the request's Host header, which the client
     chooses. Without a public URL the card is a 503 that tells the operator to set it.
@@ -165,28 +168,40 @@ def card(api: _Api) -> ASGIApp:
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
+        agent = request.path_params.get("agent")
         await api.guard(request, "manifest", {})
+        agents = api.engine.agents
+        if agent is not None and agent not in agents:
+            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
         if not api.public_url:
             raise PublicUrlMissing(
                 "the agent card needs this deployment's own URL: set AGENT_UNIT_URL (or public_url=) "
                 "to the URL clients reach it at, e.g. https://agents.example.com"
             )
-        body = agent_card(api.name, api.engine.agents, _endpoint_url(api.public_url, scope.get("root_path", "")))
+        base = _base_url(api.public_url, scope.get("root_path", ""))
+        if agent is None:
+            links = {name: (f"{base}/agents/{name}/a2a", f"{base}/agents/{name}{CARD_PATH}") for name in agents}
+            body = agent_card(api.name, agents, f"{base}/a2a", links)
+        else:
+            body = agent_card(agent, {agent: agents[agent]}, f"{base}/agents/{agent}/a2a")
         await JSONResponse(body)(scope, receive, send)
 
     return endpoint
 
 
-def _endpoint_url(public_url: str, root_path: str) -> str:
-    """``public_url`` + the mount path + ``/a2a``; a public URL that already ends with the mount path keeps it once."""
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+def _base_url(public_url: str, root_path: str) -> str:
+    """``public_url`` + the mount path; a public URL that already ends with the mount path keeps it once."""
     root = root_path.rstrip("/")
     if root and urlsplit(public_url).path.rstrip("/").endswith(root):
         root = ""
-    return f"{public_url}{root}/a2a"
+    return f"{public_url}{root}"
 
 
 def app(api: _Api) -> ASGIApp:
-    """``POST /a2a``: the JSON-RPC endpoint."""
+    """``POST /a2a`` (the deployment's) and ``POST /agents/{name}/a2a`` (one agent's): the JSON-RPC endpoint."""
     return _JsonRpc(api)
 
 
@@ -231,6 +246,10 @@ class _JsonRpc:
     async def handle(self, request: Request) -> Response | SSEResponse:
         request_id: str | int | None = None
         dialect: Dialect = "1.0"
+        scoped = _scope(request)
+        if scoped is not None and scoped not in self.engine.agents:
+            await self._authorize_error(request)
+            raise AgentNotFound(f"no agent named {scoped!r}: GET /agents lists them")  # no such endpoint: a 404
         try:
             require_json(request)
             payload = await self._read(request)
@@ -380,7 +399,8 @@ class _JsonRpc:
         ``totalSize`` counts every task the filters match, so it reads them all once.
         """
         context_id = _optional_str(params.get("contextId"), "contextId")
-        await self.api.guard(request, "list", {"agent": None, "thread_id": context_id})
+        agent = _scope(request)
+        await self.api.guard(request, "list", {"agent": agent, "thread_id": context_id})
         statuses = _status_filter(params.get("status"))
         page_size = _optional_int(params, "pageSize", 1, _MAX_PAGE_SIZE)
         page_size = _PAGE_SIZE if page_size is None else page_size
@@ -400,7 +420,7 @@ class _JsonRpc:
 
         tasks: list[Json] = []
         total, more = 0, False
-        async for record in self._runs(context_id, statuses):
+        async for record in self._runs(agent, context_id, statuses):
             if not wanted(record):
                 continue
             total += 1
@@ -418,14 +438,16 @@ class _JsonRpc:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    async def _runs(self, context_id: str | None, statuses: frozenset[RunStatus] | None) -> AsyncIterator[RunRecord]:
-        """Every run of the context (all when None), newest first; filtered by status in the store when it is one."""
+    async def _runs(
+        self, agent: str | None, context_id: str | None, statuses: frozenset[RunStatus] | None
+    ) -> AsyncIterator[RunRecord]:
+        """The agent's runs in the context (either None: all), newest first; by status in the store when it is one."""
         if statuses is not None and not statuses:
             return
         status = next(iter(statuses)) if statuses is not None and len(statuses) == 1 else None
         cursor: str | None = None
         while True:
-            page = await self.engine.list(status=status, thread_id=context_id, limit=_SCAN, cursor=cursor)
+            page = await self.engine.list(status=status, agent=agent, thread_id=context_id, limit=_SCAN, cursor=cursor)
             for record in page.runs:
                 yield record
             if page.next_cursor is None:
@@ -436,12 +458,12 @@ class _JsonRpc:
         task_id = params.get("id")
         if not isinstance(task_id, str) or not task_id:
             raise RpcError(INVALID_PARAMS, "params.id (the task id) is required")
-        return await self.api.guarded_run(request, action, task_id)
+        return _in_scope(request, await self.api.guarded_run(request, action, task_id))
 
     async def _waiting_task(self, request: Request, incoming: Incoming) -> RunRecord:
         """The task a message answers: it must exist, belong to the message's context, and wait for input."""
         assert incoming.task_id is not None
-        record = await self.api.guarded_run(request, "resume", incoming.task_id)
+        record = _in_scope(request, await self.api.guarded_run(request, "resume", incoming.task_id))
         if incoming.context_id is not None and incoming.context_id != record.thread_id:
             raise RpcError(
                 INVALID_PARAMS, f"task {record.id} belongs to context {record.thread_id!r}, not {incoming.context_id!r}"
@@ -459,18 +481,33 @@ class _JsonRpc:
         return record
 
     async def _new_task(self, request: Request, incoming: Incoming) -> str:
-        """The agent a new task runs: the skill the message names, or the only one there is.
+        """The agent a new task runs: the endpoint's own agent; on the deployment's endpoint the
+        skill the message names, else the configured default agent (``a2a_default_agent``), else
+        the only one there is.
 
         Authorized before the skill is checked, an unknown skill as if it existed: a caller who
         may not start it learns nothing of which skills there are.
         """
         agents = self.engine.agents
-        agent = incoming.skill if incoming.skill is not None else next(iter(agents)) if len(agents) == 1 else None
+        scoped = _scope(request)
+        if scoped is not None:
+            agent: str | None = scoped
+        elif incoming.skill is not None:
+            agent = incoming.skill
+        else:
+            agent = self.api.a2a_default_agent or (next(iter(agents)) if len(agents) == 1 else None)
         await self.api.guard(request, "start", {"agent": agent, "thread_id": incoming.context_id})
         names = ", ".join(sorted(agents)) or "none"
+        if scoped is not None and incoming.skill not in (None, scoped):
+            raise RpcError(
+                INVALID_PARAMS,
+                f"this endpoint runs {scoped!r} only, not {incoming.skill!r}: send to /agents/{incoming.skill}/a2a",
+            )
         if agent is None:
             raise RpcError(
-                INVALID_PARAMS, f"name the skill to run in message.metadata.skill: one of {names} (the card lists them)"
+                INVALID_PARAMS,
+                f"name the skill to run in message.metadata.skill: one of {names} (the card lists them), "
+                "or send to the agent's own endpoint /agents/{name}/a2a",
             )
         if agent not in agents:
             raise RpcError(INVALID_PARAMS, f"no skill {agent!r}: the skills are {names}")
@@ -517,6 +554,19 @@ class _JsonRpc:
             return frames()
 
         return SSEResponse(body, headers={"x-run-id": run_id})
+
+
+def _scope(request: Request) -> str | None:
+    """The agent whose own endpoint this is (``/agents/{name}/a2a``); None on the deployment's ``/a2a``."""
+    return request.path_params.get("agent")
+
+
+def _in_scope(request: Request, record: RunRecord) -> RunRecord:
+    """On an agent's own endpoint, a task of another agent does not exist."""
+    scoped = _scope(request)
+    if scoped is not None and record.agent != scoped:
+        raise RpcError(TASK_NOT_FOUND, f"task not found: agent {scoped!r} has no task {record.id!r}")
+    return record
 
 
 def _optional_str(value: Any, where: str) -> str | None:

@@ -25,6 +25,7 @@ from ..records import RunRecord, RunStatus
 __all__ = [
     "Incoming",
     "RpcError",
+    "AGENTS_EXTENSION",
     "SCHEMAS_EXTENSION",
     "TASK_STATES",
     "agent_card",
@@ -50,6 +51,8 @@ PUSH_NOTIFICATIONS = False
 
 # The card has no field for a skill's input schema, so it travels in an extension's params.
 SCHEMAS_EXTENSION = "urn:agent-unit:a2a:skill-schemas:v1"
+# Nor for a skill's own endpoint: the deployment's card links each agent's card in this one.
+AGENTS_EXTENSION = "urn:agent-unit:a2a:agent-cards:v1"
 
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 
@@ -93,8 +96,13 @@ class RpcError(Exception):
 # -- the card --------------------------------------------------------------------------
 
 
-def agent_card(name: str, agents: Mapping[str, Any], endpoint: str) -> Json:
+def agent_card(
+    name: str, agents: Mapping[str, Any], endpoint: str, links: Mapping[str, tuple[str, str]] | None = None
+) -> Json:
     """The agent card: one skill per agent, the endpoint in both dialects.
+
+    ``links`` (the deployment's card) maps each agent to its own endpoint and card URL: a
+    client that knows only A2A picks an agent there and talks to it without naming a skill.
 
     The 1.0 fields (``supportedInterfaces``) sit beside the 0.3 ones (``url``,
     ``preferredTransport``, ``protocolVersion``) as a2a-sdk's own server writes them, so a
@@ -104,7 +112,10 @@ def agent_card(name: str, agents: Mapping[str, Any], endpoint: str) -> Json:
     if len(names) == 1:
         description = agents[names[0]].description or f"The {names[0]} agent."
     else:
-        description = f"{len(names)} agents: {', '.join(names)}. Name one in message.metadata.skill."
+        description = (
+            f"{len(names)} agents: {', '.join(names)}. Each has its own endpoint and card "
+            f"({AGENTS_EXTENSION}); here, name one in message.metadata.skill."
+        )
     skills = [
         {
             "id": agent_name,
@@ -141,7 +152,24 @@ def agent_card(name: str, agents: Mapping[str, Any], endpoint: str) -> Json:
                     "description": "The JSON Schema of each skill's input and output, by skill id.",
                     "required": False,
                     "params": {"skills": schemas},
-                }
+                },
+                *(
+                    [
+                        {
+                            "uri": AGENTS_EXTENSION,
+                            "description": "Each agent's own A2A endpoint and agent card, by skill id.",
+                            "required": False,
+                            "params": {
+                                "agents": {
+                                    agent_name: {"url": url, "agentCard": card_url}
+                                    for agent_name, (url, card_url) in sorted(links.items())
+                                }
+                            },
+                        }
+                    ]
+                    if links
+                    else []
+                ),
             ],
         },
         "defaultInputModes": ["text/plain", "application/json"],
