@@ -619,7 +619,61 @@ ERRORS = [
         "broken, count, echo",
     ),
     ("a file", call("SendMessage", {"message": user({"url": "https://f.example/a.pdf"})}), -32005, "file"),
-    ("data and text", call("SendMessage", {"message": user({"text": "a"}, {"data": 1})}), -32602, "not both"),
+    ("data and text", call("SendMessage", {"message": user({"text": "a"}, {"data": 1})}), -32005, "not both"),
+    ("two data parts", call("SendMessage", {"message": user({"data": 1}, {"data": 2})}), -32005, "two data parts"),
+    (
+        "text and data in one part",
+        call("SendMessage", {"message": user({"text": "a", "data": 1})}),
+        -32602,
+        "holds one",
+    ),
+    (
+        "no messageId",
+        call(
+            "SendMessage", {"message": {"role": "ROLE_USER", "parts": [{"text": "x"}], "metadata": {"skill": "echo"}}}
+        ),
+        -32602,
+        "messageId",
+    ),
+    ("an empty messageId", call("SendMessage", {"message": user({"text": "x"}, messageId="")}), -32602, "messageId"),
+    ("a numeric messageId", call("SendMessage", {"message": user({"text": "x"}, messageId=7)}), -32602, "messageId"),
+    (
+        "no messageId, streaming",
+        call(
+            "SendStreamingMessage",
+            {"message": {"role": "ROLE_USER", "parts": [{"text": "x"}], "metadata": {"skill": "echo"}}},
+        ),
+        -32602,
+        "messageId",
+    ),
+    (
+        "0.3 no messageId",
+        call(
+            "message/send", {"message": {"kind": "message", "role": "user", "parts": [{"kind": "text", "text": "x"}]}}
+        ),
+        -32602,
+        "messageId",
+    ),
+    (
+        "referenceTaskIds not a list of strings",
+        call("SendMessage", {"message": user({"text": "x"}, referenceTaskIds="run_1")}),
+        -32602,
+        "referenceTaskIds",
+    ),
+    ("historyLength -1 on GetTask", call("GetTask", {"id": "run_x", "historyLength": -1}), -32602, "historyLength"),
+    ("0.3 historyLength -1", call("tasks/get", {"id": "run_x", "historyLength": -1}), -32602, "historyLength"),
+    (
+        "historyLength -1 on SendMessage",
+        call("SendMessage", {"message": user({"text": "x"}), "configuration": {"historyLength": -1}}),
+        -32602,
+        "historyLength",
+    ),
+    (
+        "historyLength -1 on SendStreamingMessage",
+        call("SendStreamingMessage", {"message": user({"text": "x"}), "configuration": {"historyLength": -1}}),
+        -32602,
+        "historyLength",
+    ),
     (
         "input that does not fit",
         call("SendMessage", {"message": user({"data": {}}, skill="refund")}),

@@ -323,9 +323,7 @@ class _JsonRpc:
     async def send(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
         """SendMessage: start a task, or answer one that waits for input; by default wait until it parks or ends."""
         incoming = read_message(params, dialect)
-        configuration = params.get("configuration") or {}
-        if not isinstance(configuration, dict):
-            raise RpcError(INVALID_PARAMS, "configuration must be an object")
+        configuration = _configuration(params)
         if dialect == "1.0":
             wait = not configuration.get("returnImmediately", False)
         else:
@@ -348,6 +346,7 @@ class _JsonRpc:
     ) -> SSEResponse:
         """SendStreamingMessage: the task, then its status and artifact updates until it parks or ends."""
         incoming = read_message(params, dialect)
+        _configuration(params)
         if incoming.task_id is not None:
             record = await self._waiting_task(request, incoming)
             answer = input_from(incoming, lambda value: _fits_answer(record, value))
@@ -362,6 +361,7 @@ class _JsonRpc:
         return self._stream(record, first, after, dialect, request_id)
 
     async def get(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
+        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
         record = await self._task(request, params, "get")
         body = task(record)
         return to_v03(body) if dialect == "0.3" else body
@@ -575,6 +575,15 @@ def _optional_str(value: Any, where: str) -> str | None:
     if not isinstance(value, str):
         raise RpcError(INVALID_PARAMS, f"{where} must be a string")
     return value
+
+
+def _configuration(params: Json) -> Json:
+    """SendMessage's ``configuration``: an object whose ``historyLength``, when sent, is 0 or more."""
+    configuration = params.get("configuration") or {}
+    if not isinstance(configuration, dict):
+        raise RpcError(INVALID_PARAMS, "configuration must be an object")
+    _optional_int(configuration, "historyLength", 0)
+    return configuration
 
 
 def _optional_int(params: Json, name: str, low: int, high: int | None = None) -> int | None:

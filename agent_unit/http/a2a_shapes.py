@@ -413,6 +413,13 @@ def read_message(params: Json, dialect: Dialect) -> Incoming:
     message = params.get("message")
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "params.message is required: a message object with role and parts")
+    message_id = message.get("messageId")
+    if not isinstance(message_id, str) or not message_id:
+        raise RpcError(INVALID_PARAMS, "message.messageId is required: a unique id the client makes (e.g. a UUID)")
+    for name in ("referenceTaskIds", "extensions"):
+        listed = message.get(name)
+        if listed is not None and not (isinstance(listed, list) and all(isinstance(item, str) for item in listed)):
+            raise RpcError(INVALID_PARAMS, f"message.{name} must be a list of strings")
     role = message.get("role")
     if role not in (("ROLE_USER", 1) if dialect == "1.0" else ("user",)):
         expected = "ROLE_USER" if dialect == "1.0" else "user"
@@ -442,9 +449,13 @@ def read_message(params: Json, dialect: Dialect) -> Incoming:
 def _read_part(part: Json, index: int, dialect: Dialect, incoming: Incoming) -> None:
     if part.get("metadata") is not None and not isinstance(part["metadata"], dict):
         raise RpcError(INVALID_PARAMS, f"message.parts[{index}].metadata must be an object")
-    kind = (
-        part.get("kind") if dialect == "0.3" else next((k for k in ("text", "data", "raw", "url") if k in part), None)
-    )
+    if dialect == "0.3":
+        kind = part.get("kind")
+    else:
+        contents = [key for key in ("text", "data", "raw", "url") if key in part]
+        if len(contents) > 1:
+            raise RpcError(INVALID_PARAMS, f"message.parts[{index}] holds {' and '.join(contents)}: a part holds one")
+        kind = contents[0] if contents else None
     if kind == "text":
         if not isinstance(part.get("text"), str):
             raise RpcError(INVALID_PARAMS, f"message.parts[{index}].text must be a string")
@@ -477,8 +488,11 @@ def input_from(incoming: Incoming, accepts: Callable[[Any], bool]) -> Any:
             CONTENT_TYPE_NOT_SUPPORTED, "file parts are not accepted: send the input as a data part or as text"
         )
     if incoming.data:
-        if len(incoming.data) > 1 or incoming.texts:
-            raise RpcError(INVALID_PARAMS, "send one data part (the JSON value) or text parts, not both")
+        if len(incoming.data) > 1 or incoming.texts:  # a valid message, but not one value: the media are refused
+            raise RpcError(
+                CONTENT_TYPE_NOT_SUPPORTED,
+                "an agent takes one JSON value: send one data part, or text parts, not both (nor two data parts)",
+            )
         return incoming.data[0]
     text = "\n".join(incoming.texts)
     if accepts(text):
