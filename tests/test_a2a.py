@@ -743,6 +743,33 @@ async def test_errors_are_json_rpc_errors_with_a2a_codes(
         assert reply["error"]["data"][0]["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
 
 
+async def test_a_streaming_call_refused_before_its_stream_starts_is_one_plain_json_rpc_error(
+    http: httpx.AsyncClient,
+) -> None:
+    done = (await rpc(http, "SendMessage", {"message": user({"text": "x"})}))["result"]["task"]
+    for method, params, code in [
+        ("SendStreamingMessage", {"message": user({"text": "x"}, skill="nope")}, -32602),
+        ("SendStreamingMessage", {"message": user({"text": "x"}, skill=None, taskId="run_x")}, -32001),
+        ("SubscribeToTask", {"id": "run_x"}, -32001),
+        ("SubscribeToTask", {"id": done["id"]}, -32004),  # a terminal task
+        ("message/stream", {"message": user03({"kind": "text", "text": "x"}, skill="nope")}, -32602),
+        ("tasks/resubscribe", {"id": "run_x"}, -32001),
+    ]:
+        response = await http.post("/a2a", json=call(method, params), headers={"accept": "text/event-stream"})
+        assert response.status_code == 200 and response.headers["content-type"] == "application/json", method
+        assert response.json()["error"]["code"] == code and response.json()["id"] == 1, method
+    async with a2a_client(URL, http=http, streaming=True) as (client, card):
+        with pytest.raises(TaskNotFoundError):
+            [event async for event in client.subscribe(SubscribeToTaskRequest(id="run_x"))]
+        with pytest.raises(UnsupportedOperationError):
+            [event async for event in client.subscribe(SubscribeToTaskRequest(id=done["id"]))]
+        with pytest.raises(TaskNotFoundError):
+            [
+                event
+                async for event in v03_client(http, card, streaming=True).subscribe(SubscribeToTaskRequest(id="run_x"))
+            ]
+
+
 async def test_a_wrong_answer_is_an_error_and_the_task_still_waits(http: httpx.AsyncClient) -> None:
     parked = (await rpc(http, "SendMessage", {"message": user({"data": {"order_id": "o"}}, skill="refund")}))["result"]
     run_id = parked["task"]["id"]
