@@ -382,7 +382,7 @@ async def test_list_tasks_pages_the_run_list_with_the_filters_a2a_defines(http: 
         other = only_task(await send(client, message(text("b"), skill="echo")))
         everything = await client.list_tasks(ListTasksRequest())
         assert [found.id for found in everything.tasks] == [other.id, parked.id, first.id]  # newest first
-        assert everything.total_size == 3 and everything.next_page_token == "" and everything.page_size == 50
+        assert everything.total_size == 3 and everything.next_page_token == "" and everything.page_size == 3
         assert not any(found.artifacts for found in everything.tasks)  # omitted unless includeArtifacts
         with_output = await client.list_tasks(ListTasksRequest(include_artifacts=True, context_id=first.context_id))
         assert [found.id for found in with_output.tasks] == [parked.id, first.id]
@@ -411,7 +411,7 @@ async def test_list_tasks_is_authorized_like_the_run_list() -> None:
     app = create_agent_unit(AGENTS, store="memory://", public_url=URL, authorize=authorize)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
         listed = await rpc(http, "ListTasks", {"contextId": "thread_1"})
-        assert listed["result"] == {"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0}
+        assert listed["result"] == {"tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0}
         refused = await http.post("/a2a", json=call("ListTasks", {"pageSize": 500}), headers={"x-user": "mallory"})
         assert refused.status_code == 403
     await app.engine.aclose()

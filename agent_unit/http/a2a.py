@@ -434,7 +434,8 @@ class _JsonRpc:
                 body.pop("artifacts", None)  # the specification: omitted, not empty
             tasks.append(body)
         next_token = tasks[-1]["id"] if more else ""
-        return {"tasks": tasks, "nextPageToken": next_token, "pageSize": page_size, "totalSize": total}
+        # pageSize: "the page size used for this response", read as the A2A TCK reads it: how many it holds
+        return {"tasks": tasks, "nextPageToken": next_token, "pageSize": len(tasks), "totalSize": total}
 
     # -- helpers -----------------------------------------------------------------------------
 
