@@ -2,7 +2,7 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 
-.PHONY: demo test bench
+.PHONY: demo test bench conformance
 
 # One environment for everything: the runtime, the CLI and the test tools.
 $(VENV)/.installed: pyproject.toml
@@ -22,3 +22,6 @@ test: $(VENV)/.installed  ## lint, then the whole test suite
 bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md and bench/*/README.md)
 	$(PY) bench/run.py
 	$(PY) bench/http/run.py
+
+conformance: $(VENV)/.installed  ## the A2A TCK and the MCP conformance suite against a running server (A2A_TCK=<checkout>; see bench/conformance/run.sh)
+	PYTHON=$(PY) bench/conformance/run.sh

@@ -731,7 +731,8 @@ async def test_errors_are_json_rpc_errors_with_a2a_codes(
     content = body if isinstance(body, str) else json.dumps(body)
     response = await http.post("/a2a", content=content, headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
-    reply = response.json()
+    streamed = "Streaming" in str(body) or "message/stream" in str(body)
+    reply = stream_error(response)[1] if streamed else response.json()
     assert reply["jsonrpc"] == "2.0" and "result" not in reply
     assert reply["error"]["code"] == code, reply
     assert words in reply["error"]["message"], reply
@@ -743,7 +744,15 @@ async def test_errors_are_json_rpc_errors_with_a2a_codes(
         assert reply["error"]["data"][0]["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
 
 
-async def test_a_streaming_call_refused_before_its_stream_starts_is_one_plain_json_rpc_error(
+def stream_error(response: httpx.Response) -> tuple[str | None, dict[str, Any]]:
+    """The one event of a stream that is an error: its SSE event name and its JSON-RPC response."""
+    assert response.headers["content-type"].startswith("text/event-stream"), response.headers
+    [event] = [chunk for chunk in response.text.split("\n\n") if chunk.strip()]
+    fields = dict(line.split(": ", 1) for line in event.split("\n"))
+    return fields.get("event"), json.loads(fields["data"])
+
+
+async def test_a_streaming_call_refused_before_its_stream_starts_is_a_stream_of_that_one_error(
     http: httpx.AsyncClient,
 ) -> None:
     done = (await rpc(http, "SendMessage", {"message": user({"text": "x"})}))["result"]["task"]
@@ -756,18 +765,23 @@ async def test_a_streaming_call_refused_before_its_stream_starts_is_one_plain_js
         ("tasks/resubscribe", {"id": "run_x"}, -32001),
     ]:
         response = await http.post("/a2a", json=call(method, params), headers={"accept": "text/event-stream"})
-        assert response.status_code == 200 and response.headers["content-type"] == "application/json", method
-        assert response.json()["error"]["code"] == code and response.json()["id"] == 1, method
-    async with a2a_client(URL, http=http, streaming=True) as (client, card):
+        assert response.status_code == 200, method
+        event, reply = stream_error(response)
+        assert event == ("error" if "/" not in method else None), method  # 0.3 clients read errors from data
+        assert reply["error"]["code"] == code and reply["id"] == 1 and "result" not in reply, method
+    # not a streaming call yet: a body that is not a request is a plain JSON-RPC error
+    garbled = await http.post("/a2a", content=b"{nope", headers={"content-type": "application/json"})
+    assert garbled.headers["content-type"] == "application/json" and garbled.json()["error"]["code"] == -32700
+    async with a2a_client(URL, http=http, streaming=True) as (client, card):  # each client raises the error's type
         with pytest.raises(TaskNotFoundError):
             [event async for event in client.subscribe(SubscribeToTaskRequest(id="run_x"))]
         with pytest.raises(UnsupportedOperationError):
             [event async for event in client.subscribe(SubscribeToTaskRequest(id=done["id"]))]
+        with pytest.raises(InvalidParamsError):
+            await send(client, message(text("x"), skill="nope"))
+        older = v03_client(http, card, streaming=True)
         with pytest.raises(TaskNotFoundError):
-            [
-                event
-                async for event in v03_client(http, card, streaming=True).subscribe(SubscribeToTaskRequest(id="run_x"))
-            ]
+            [event async for event in older.subscribe(SubscribeToTaskRequest(id="run_x"))]
 
 
 async def test_a_wrong_answer_is_an_error_and_the_task_still_waits(http: httpx.AsyncClient) -> None:

@@ -246,6 +246,7 @@ class _JsonRpc:
     async def handle(self, request: Request) -> Response | SSEResponse:
         request_id: str | int | None = None
         dialect: Dialect = "1.0"
+        streaming = False  # a streaming method answers even its errors as a stream
         scoped = _scope(request)
         if scoped is not None and scoped not in self.engine.agents:
             await self._authorize_error(request)
@@ -271,6 +272,7 @@ class _JsonRpc:
                 code, message = _NOT_SERVED.get(method, (METHOD_NOT_FOUND, f"method {method!r} does not exist"))
                 raise RpcError(code, message)
             handler, dialect = self.methods[method]
+            streaming = handler in (self.send_streaming, self.subscribe)
             _check_version(request)
             params = payload.get("params", {})
             if not isinstance(params, dict):
@@ -283,13 +285,13 @@ class _JsonRpc:
             raise  # the app answers 415: not a JSON-RPC request at all
         except RpcError as exc:
             await self._authorize_error(request)
-            return _error(request_id, exc, dialect)
+            return _error(request_id, exc, dialect, streaming)
         except AgentUnitError as exc:
             await self._authorize_error(request)
-            return _error(request_id, _rpc_error(exc), dialect)
+            return _error(request_id, _rpc_error(exc), dialect, streaming)
         except Exception:
             log.exception("agent-unit: unexpected error on POST /a2a")
-            return _error(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect)
+            return _error(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect, streaming)
         if isinstance(result, SSEResponse):
             return result
         return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -682,8 +684,29 @@ def _rpc_error(exc: AgentUnitError) -> RpcError:
     return RpcError(INTERNAL_ERROR if exc.status >= 500 else INVALID_PARAMS, exc.message, reason=exc.code)
 
 
-def _error(request_id: str | int | None, error: RpcError, dialect: Dialect) -> JSONResponse:
-    return JSONResponse(_error_body(request_id, error, dialect))
+def _error(
+    request_id: str | int | None, error: RpcError, dialect: Dialect, streaming: bool = False
+) -> JSONResponse | SSEResponse:
+    """The error response; for a streaming method, a stream of that one error.
+
+    A2A's JSON-RPC binding answers ``SendStreamingMessage`` and ``SubscribeToTask`` with
+    ``text/event-stream``, so an error found before the first result is the stream's only
+    event: ``event: error`` in 1.0 (as a2a-sdk's server ends a failed stream; its client raises
+    the error's type), a plain ``data:`` event in 0.3 (what 0.3 clients read an error from).
+    """
+    body = _error_body(request_id, error, dialect)
+    if not streaming:
+        return JSONResponse(body)
+    data = json.dumps(body, separators=(",", ":")).encode()
+    frame = (b"event: error\n" if dialect == "1.0" else b"") + b"data: %s\n\n" % data
+
+    def one(stop: Any) -> AsyncIterator[bytes]:
+        async def frames() -> AsyncIterator[bytes]:
+            yield frame
+
+        return frames()
+
+    return SSEResponse(one)
 
 
 def _error_body(request_id: str | int | None, error: RpcError, dialect: Dialect) -> Json:
