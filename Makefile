@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # tests run in an environment of their own, resolved as a user's `agent-unit[strands]` is.
 STRANDS_VENV ?= .venv-strands
 
-.PHONY: demo test bench
+.PHONY: demo test bench conformance
 
 # One environment for everything: the runtime, the CLI and the test tools.
 $(VENV)/.installed: pyproject.toml
@@ -32,3 +32,6 @@ test: $(VENV)/.installed $(STRANDS_VENV)/.installed  ## lint, then the whole tes
 bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md and bench/*/README.md)
 	$(PY) bench/run.py
 	$(PY) bench/http/run.py
+
+conformance: $(VENV)/.installed  ## the A2A TCK and the MCP conformance suite against a running server (A2A_TCK=<checkout>; see bench/conformance/run.sh)
+	PYTHON=$(PY) bench/conformance/run.sh

@@ -388,6 +388,7 @@ def build(
         "authorize": config.authorize,
         "max_body_bytes": config.max_body_bytes,
         "allowed_origins": config.allowed_origins,
+        "a2a_default_agent": config.a2a_default_agent,
         "budget": config.budget,
         "retention": config.retention,
         "adapters": config.adapters,

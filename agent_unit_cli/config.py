@@ -60,6 +60,7 @@ class Config(BaseModel):
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
     allowed_origins: list[str] = []  # web pages (besides loopback and `url`) that may call POST /mcp
+    a2a_default_agent: str | None = None  # the agent POST /a2a runs for a new task that names no skill
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
 

@@ -51,6 +51,7 @@ def create_app(root: Path, *, public_url: str | None = None) -> AgentUnit:
             authorize=config.authorize,
             max_body_bytes=config.max_body_bytes,
             allowed_origins=config.allowed_origins,
+            a2a_default_agent=config.a2a_default_agent,
             budget=config.budget,
             retention=config.retention,
             public_url=public_url,

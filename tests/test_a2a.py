@@ -27,6 +27,8 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     InvalidParamsError,
+    ListTasksRequest,
+    ListTasksResponse,
     Message,
     Part,
     Role,
@@ -179,13 +181,69 @@ async def test_card_at_both_paths_is_a_valid_card_with_one_skill_per_agent(http:
     ]
     assert card.capabilities.streaming is True and card.capabilities.push_notifications is False
     strict({k: v for k, v in current.items() if k not in LEGACY_CARD_FIELDS}, AgentCard())  # no stray 1.0 field
-    [extension] = card.capabilities.extensions
+    extension, links = card.capabilities.extensions
     schemas = MessageToDict(extension.params)["skills"]
+    assert links.uri == "urn:agent-unit:a2a:agent-cards:v1"
+    assert MessageToDict(links.params)["agents"]["echo"] == {
+        "url": f"{URL}/agents/echo/a2a",
+        "agentCard": f"{URL}/agents/echo/.well-known/agent-card.json",
+    }
     assert schemas["refund"]["inputSchema"]["required"] == ["order_id"]
     assert schemas["count"]["inputSchema"] == {"type": "integer"}
     legacy = v03.AgentCard.model_validate(current)  # what an A2A 0.3 client reads
     assert legacy.url == f"{URL}/a2a" and legacy.preferred_transport == "JSONRPC"
     assert [skill.id for skill in legacy.skills] == sorted(AGENTS) and legacy.capabilities.streaming is True
+
+
+async def test_each_agent_of_a_two_agent_deployment_has_its_own_card_and_endpoint_for_a_generic_client() -> None:
+    app = create_agent_unit({"echo": echo, "count": AGENTS["count"]}, store="memory://", public_url=URL)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        deployment = (await http.get("/.well-known/agent-card.json")).json()
+        [links] = [e for e in deployment["capabilities"]["extensions"] if e["uri"].endswith("agent-cards:v1")]
+        card_url = links["params"]["agents"]["count"]["agentCard"]
+        assert card_url == f"{URL}/agents/count/.well-known/agent-card.json"
+        base = card_url.removesuffix("/.well-known/agent-card.json")
+        async with a2a_client(base, http=http) as (client, card):  # A2A only: no skill, no agent-unit knowledge
+            assert card.name == "count" and [skill.id for skill in card.skills] == ["count"]
+            assert {i.url for i in card.supported_interfaces} == {f"{URL}/agents/count/a2a"}
+            done = only_task(await send(client, message(text("41"))))
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED and output_of(done) == 42
+            assert (await client.get_task(GetTaskRequest(id=done.id))).id == done.id
+            assert [found.id for found in (await client.list_tasks(ListTasksRequest())).tasks] == [done.id]
+            echoed = (await rpc(http, "SendMessage", {"message": user({"text": "hi"})}))["result"]["task"]
+            with pytest.raises(TaskNotFoundError):  # another agent's task is not this endpoint's
+                await client.get_task(GetTaskRequest(id=echoed["id"]))
+            assert [found.id for found in (await client.list_tasks(ListTasksRequest())).tasks] == [done.id]
+        # the same card under the endpoint's own path, where a client given only the endpoint looks
+        assert (await http.get("/agents/count/a2a/.well-known/agent-card.json")).json()["name"] == "count"
+        assert (await http.get("/a2a/.well-known/agent-card.json")).json() == deployment
+        other_skill = await http.post("/agents/count/a2a", json=call("SendMessage", {"message": user({"text": "1"})}))
+        assert (
+            other_skill.json()["error"]["code"] == -32602
+            and "/agents/echo/a2a" in other_skill.json()["error"]["message"]
+        )
+        no_skill = await rpc(http, "SendMessage", {"message": user({"text": "1"}, skill=None)})
+        assert "/agents/{name}/a2a" in no_skill["error"]["message"]
+        missing = await http.post("/agents/nope/a2a", json=call("GetTask", {"id": "run_x"}))
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "agent_not_found"
+        assert (await http.get("/agents/nope/.well-known/agent-card.json")).status_code == 404
+    await app.engine.aclose()
+
+
+async def test_the_configured_default_agent_takes_a_new_task_without_a_skill_on_the_deployment_endpoint() -> None:
+    app = create_agent_unit(
+        {"echo": echo, "count": AGENTS["count"]}, store="memory://", public_url=URL, a2a_default_agent="count"
+    )
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http,
+        a2a_client(URL, http=http) as (client, _),
+    ):
+        done = only_task(await send(client, message(text("1"))))
+        assert output_of(done) == 2
+        assert output_of(only_task(await send(client, message(text("hi"), skill="echo")))) == "echo: HI"
+    await app.engine.aclose()
+    with pytest.raises(ValueError, match="a2a_default_agent 'nope' is not an agent: the agents are count, echo"):
+        create_agent_unit({"echo": echo, "count": AGENTS["count"]}, store="memory://", a2a_default_agent="nope")
 
 
 async def test_the_card_never_takes_its_url_from_the_host_header(http: httpx.AsyncClient) -> None:
@@ -313,6 +371,51 @@ async def test_get_and_cancel_tasks_with_the_sdk_client(http: httpx.AsyncClient)
             await client.cancel_task(CancelTaskRequest(id="run_nope"))
         with pytest.raises(TaskNotFoundError):
             await send(client, message(text("hi"), task_id="run_nope"))
+
+
+async def test_list_tasks_pages_the_run_list_with_the_filters_a2a_defines(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        first = only_task(await send(client, message(text("a"), skill="echo")))
+        parked = only_task(
+            await send(client, message(data({"order_id": "o"}), skill="refund", context_id=first.context_id))
+        )
+        other = only_task(await send(client, message(text("b"), skill="echo")))
+        everything = await client.list_tasks(ListTasksRequest())
+        assert [found.id for found in everything.tasks] == [other.id, parked.id, first.id]  # newest first
+        assert everything.total_size == 3 and everything.next_page_token == "" and everything.page_size == 3
+        assert not any(found.artifacts for found in everything.tasks)  # omitted unless includeArtifacts
+        with_output = await client.list_tasks(ListTasksRequest(include_artifacts=True, context_id=first.context_id))
+        assert [found.id for found in with_output.tasks] == [parked.id, first.id]
+        assert output_of(with_output.tasks[1]) == "echo: A"
+        waiting = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_INPUT_REQUIRED))
+        assert [found.id for found in waiting.tasks] == [parked.id] and waiting.total_size == 1
+        done = await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED, page_size=1))
+        assert [found.id for found in done.tasks] == [other.id] and done.total_size == 2 and done.next_page_token
+        rest = await client.list_tasks(
+            ListTasksRequest(status=TaskState.TASK_STATE_COMPLETED, page_size=1, page_token=done.next_page_token)
+        )
+        assert [found.id for found in rest.tasks] == [first.id] and rest.next_page_token == ""
+        assert not (await client.list_tasks(ListTasksRequest(status=TaskState.TASK_STATE_WORKING))).tasks
+        with pytest.raises(InvalidParamsError):
+            await client.list_tasks(ListTasksRequest(page_size=500))
+    strict((await rpc(http, "ListTasks", {"includeArtifacts": True}))["result"], ListTasksResponse())
+
+
+async def test_list_tasks_is_authorized_like_the_run_list() -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def authorize(request: Request, action: str, run: dict[str, Any]) -> bool:
+        seen.append((action, run))
+        return request.headers.get("x-user") != "mallory"
+
+    app = create_agent_unit(AGENTS, store="memory://", public_url=URL, authorize=authorize)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        listed = await rpc(http, "ListTasks", {"contextId": "thread_1"})
+        assert listed["result"] == {"tasks": [], "nextPageToken": "", "pageSize": 0, "totalSize": 0}
+        refused = await http.post("/a2a", json=call("ListTasks", {"pageSize": 500}), headers={"x-user": "mallory"})
+        assert refused.status_code == 403
+    await app.engine.aclose()
+    assert seen[0] == ("list", {"agent": None, "thread_id": "thread_1"})
 
 
 async def test_return_immediately_then_subscribe_to_the_task(http: httpx.AsyncClient) -> None:
@@ -516,7 +619,61 @@ ERRORS = [
         "broken, count, echo",
     ),
     ("a file", call("SendMessage", {"message": user({"url": "https://f.example/a.pdf"})}), -32005, "file"),
-    ("data and text", call("SendMessage", {"message": user({"text": "a"}, {"data": 1})}), -32602, "not both"),
+    ("data and text", call("SendMessage", {"message": user({"text": "a"}, {"data": 1})}), -32005, "not both"),
+    ("two data parts", call("SendMessage", {"message": user({"data": 1}, {"data": 2})}), -32005, "two data parts"),
+    (
+        "text and data in one part",
+        call("SendMessage", {"message": user({"text": "a", "data": 1})}),
+        -32602,
+        "holds one",
+    ),
+    (
+        "no messageId",
+        call(
+            "SendMessage", {"message": {"role": "ROLE_USER", "parts": [{"text": "x"}], "metadata": {"skill": "echo"}}}
+        ),
+        -32602,
+        "messageId",
+    ),
+    ("an empty messageId", call("SendMessage", {"message": user({"text": "x"}, messageId="")}), -32602, "messageId"),
+    ("a numeric messageId", call("SendMessage", {"message": user({"text": "x"}, messageId=7)}), -32602, "messageId"),
+    (
+        "no messageId, streaming",
+        call(
+            "SendStreamingMessage",
+            {"message": {"role": "ROLE_USER", "parts": [{"text": "x"}], "metadata": {"skill": "echo"}}},
+        ),
+        -32602,
+        "messageId",
+    ),
+    (
+        "0.3 no messageId",
+        call(
+            "message/send", {"message": {"kind": "message", "role": "user", "parts": [{"kind": "text", "text": "x"}]}}
+        ),
+        -32602,
+        "messageId",
+    ),
+    (
+        "referenceTaskIds not a list of strings",
+        call("SendMessage", {"message": user({"text": "x"}, referenceTaskIds="run_1")}),
+        -32602,
+        "referenceTaskIds",
+    ),
+    ("historyLength -1 on GetTask", call("GetTask", {"id": "run_x", "historyLength": -1}), -32602, "historyLength"),
+    ("0.3 historyLength -1", call("tasks/get", {"id": "run_x", "historyLength": -1}), -32602, "historyLength"),
+    (
+        "historyLength -1 on SendMessage",
+        call("SendMessage", {"message": user({"text": "x"}), "configuration": {"historyLength": -1}}),
+        -32602,
+        "historyLength",
+    ),
+    (
+        "historyLength -1 on SendStreamingMessage",
+        call("SendStreamingMessage", {"message": user({"text": "x"}), "configuration": {"historyLength": -1}}),
+        -32602,
+        "historyLength",
+    ),
     (
         "input that does not fit",
         call("SendMessage", {"message": user({"data": {}}, skill="refund")}),
@@ -549,7 +706,12 @@ ERRORS = [
     ),
     ("push notifications", call("CreateTaskPushNotificationConfig"), -32003, "push"),
     ("extended card", call("GetExtendedAgentCard"), -32007, "extended"),
-    ("list tasks", call("ListTasks"), -32004, "ListTasks"),
+    ("list tasks, a page of 101", call("ListTasks", {"pageSize": 101}), -32602, "pageSize"),
+    ("list tasks, a page of 0", call("ListTasks", {"pageSize": 0}), -32602, "pageSize"),
+    ("list tasks, historyLength -1", call("ListTasks", {"historyLength": -1}), -32602, "historyLength"),
+    ("list tasks, an unknown state", call("ListTasks", {"status": "running"}), -32602, "TASK_STATE_WORKING"),
+    ("list tasks, a made-up page token", call("ListTasks", {"pageToken": "page2"}), -32602, "pageToken"),
+    ("list tasks, a bad timestamp", call("ListTasks", {"statusTimestampAfter": "today"}), -32602, "RFC 3339"),
     ("0.3 unknown task", call("tasks/get", {"id": "run_x"}), -32001, "run_x"),
     ("0.3 push notifications", call("tasks/pushNotificationConfig/set"), -32003, "push"),
     ("0.3 a 1.0 role", call("message/send", {"message": user({"text": "x"})}), -32602, "'user'"),
@@ -569,7 +731,8 @@ async def test_errors_are_json_rpc_errors_with_a2a_codes(
     content = body if isinstance(body, str) else json.dumps(body)
     response = await http.post("/a2a", content=content, headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
-    reply = response.json()
+    streamed = "Streaming" in str(body) or "message/stream" in str(body)
+    reply = stream_error(response)[1] if streamed else response.json()
     assert reply["jsonrpc"] == "2.0" and "result" not in reply
     assert reply["error"]["code"] == code, reply
     assert words in reply["error"]["message"], reply
@@ -579,6 +742,46 @@ async def test_errors_are_json_rpc_errors_with_a2a_codes(
         same_v03(reply, v03.JSONRPCErrorResponse)
     elif code not in (-32700, -32600):
         assert reply["error"]["data"][0]["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def stream_error(response: httpx.Response) -> tuple[str | None, dict[str, Any]]:
+    """The one event of a stream that is an error: its SSE event name and its JSON-RPC response."""
+    assert response.headers["content-type"].startswith("text/event-stream"), response.headers
+    [event] = [chunk for chunk in response.text.split("\n\n") if chunk.strip()]
+    fields = dict(line.split(": ", 1) for line in event.split("\n"))
+    return fields.get("event"), json.loads(fields["data"])
+
+
+async def test_a_streaming_call_refused_before_its_stream_starts_is_a_stream_of_that_one_error(
+    http: httpx.AsyncClient,
+) -> None:
+    done = (await rpc(http, "SendMessage", {"message": user({"text": "x"})}))["result"]["task"]
+    for method, params, code in [
+        ("SendStreamingMessage", {"message": user({"text": "x"}, skill="nope")}, -32602),
+        ("SendStreamingMessage", {"message": user({"text": "x"}, skill=None, taskId="run_x")}, -32001),
+        ("SubscribeToTask", {"id": "run_x"}, -32001),
+        ("SubscribeToTask", {"id": done["id"]}, -32004),  # a terminal task
+        ("message/stream", {"message": user03({"kind": "text", "text": "x"}, skill="nope")}, -32602),
+        ("tasks/resubscribe", {"id": "run_x"}, -32001),
+    ]:
+        response = await http.post("/a2a", json=call(method, params), headers={"accept": "text/event-stream"})
+        assert response.status_code == 200, method
+        event, reply = stream_error(response)
+        assert event == ("error" if "/" not in method else None), method  # 0.3 clients read errors from data
+        assert reply["error"]["code"] == code and reply["id"] == 1 and "result" not in reply, method
+    # not a streaming call yet: a body that is not a request is a plain JSON-RPC error
+    garbled = await http.post("/a2a", content=b"{nope", headers={"content-type": "application/json"})
+    assert garbled.headers["content-type"] == "application/json" and garbled.json()["error"]["code"] == -32700
+    async with a2a_client(URL, http=http, streaming=True) as (client, card):  # each client raises the error's type
+        with pytest.raises(TaskNotFoundError):
+            [event async for event in client.subscribe(SubscribeToTaskRequest(id="run_x"))]
+        with pytest.raises(UnsupportedOperationError):
+            [event async for event in client.subscribe(SubscribeToTaskRequest(id=done["id"]))]
+        with pytest.raises(InvalidParamsError):
+            await send(client, message(text("x"), skill="nope"))
+        older = v03_client(http, card, streaming=True)
+        with pytest.raises(TaskNotFoundError):
+            [event async for event in older.subscribe(SubscribeToTaskRequest(id="run_x"))]
 
 
 async def test_a_wrong_answer_is_an_error_and_the_task_still_waits(http: httpx.AsyncClient) -> None:
@@ -653,3 +856,19 @@ async def test_a_body_not_sent_as_json_is_refused_before_json_rpc(http: httpx.As
     assert (await http.app.engine.list()).runs == []  # type: ignore[attr-defined]
     sent = await http.post("/a2a", content=body, headers={"content-type": "application/json; charset=utf-8"})
     assert sent.json()["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_the_project_configuration_names_the_default_agent(tmp_path: Path) -> None:
+    from agent_unit_cli.dev import create_app
+
+    (tmp_path / "agents").mkdir()
+    for name, body in (("shout", "return input.upper()"), ("whisper", "return input.lower()")):
+        (tmp_path / "agents" / f"{name}.py").write_text(
+            f"from agent_unit import define_agent\n\n\n@define_agent\nasync def agent(input: str) -> str:\n    {body}\n"
+        )
+    (tmp_path / "agent-unit.toml").write_text('storage = "memory://"\na2a_default_agent = "whisper"\n')
+    app = create_app(tmp_path, public_url=URL)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+        reply = await rpc(http, "SendMessage", {"message": user({"text": "Hi"}, skill=None)})
+        assert reply["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "hi"
+    await app.engine.aclose()

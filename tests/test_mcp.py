@@ -263,6 +263,27 @@ async def test_raw_json_rpc_never_gets_a_server_error(app: Any) -> None:
         assert (await http.get("/mcp")).status_code == 405  # POST only: a stateless GET stream never ends
 
 
+async def test_only_tools_is_declared_and_the_other_capabilities_are_method_not_found(app: Any) -> None:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+        started = (await http.post("/mcp", json=body, headers=JSON_RPC)).json()["result"]
+        assert started["capabilities"] == {"tools": {"listChanged": False}}  # as spec/mcp.md says
+        for method, params in [
+            ("resources/list", {}),
+            ("prompts/list", {}),
+            ("logging/setLevel", {"level": "info"}),
+            (
+                "completion/complete",
+                {"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": ""}},
+            ),
+        ]:
+            reply = await http.post(
+                "/mcp", json={"jsonrpc": "2.0", "id": 2, "method": method, "params": params}, headers=JSON_RPC
+            )
+            assert reply.json()["error"]["code"] == -32601, (method, reply.text)
+
+
 async def test_a_body_over_max_body_bytes_is_refused() -> None:
     unit = create_agent_unit(AGENTS, store="memory://", max_body_bytes=200)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=unit), base_url="http://unit") as http:

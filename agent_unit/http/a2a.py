@@ -5,13 +5,13 @@ read from the engine, so a task survives a restart and any server over the same 
 serves it (an in-memory task store, as A2A servers commonly keep, would lose it).
 
 The JSON-RPC methods are the ones a2a-sdk's client sends: ``SendMessage``,
-``SendStreamingMessage``, ``GetTask``, ``CancelTask`` and ``SubscribeToTask`` (A2A 1.0), and
+``SendStreamingMessage``, ``GetTask``, ``CancelTask``, ``SubscribeToTask`` and ``ListTasks`` (A2A 1.0), and
 ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel`` and ``tasks/resubscribe``
 (A2A 0.3) on the same endpoint. The contract a client author follows is ``spec/a2a.md``.
 
 The app imports this module at the first A2A request, and it imports no A2A SDK at all
 (see :mod:`.a2a_shapes`). Authorization goes through the app's ``authorize`` hook with the
-same actions as the HTTP routes (``start``, ``resume``, ``get``, ``cancel``, ``events``;
+same actions as the HTTP routes (``start``, ``resume``, ``get``, ``cancel``, ``events``, ``list``;
 ``manifest`` for the card), so one policy governs a run whichever protocol touches it.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..answers import check_answer
 from ..errors import (
+    AgentNotFound,
     AgentUnitError,
     BadRequest,
     Forbidden,
@@ -40,6 +42,7 @@ from ..errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
+from ..ids import is_id
 from ..records import RunRecord, RunStatus
 from .a2a_shapes import (
     CONTENT_TYPE_NOT_SUPPORTED,
@@ -52,6 +55,7 @@ from .a2a_shapes import (
     PUSH_NOT_SUPPORTED,
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
+    TASK_STATES,
     UNSUPPORTED_OPERATION,
     VERSION_NOT_SUPPORTED,
     Dialect,
@@ -62,6 +66,7 @@ from .a2a_shapes import (
     field_violations,
     input_from,
     read_message,
+    run_statuses,
     stream_items,
     task,
     to_v03,
@@ -73,7 +78,7 @@ from .sse import SSEResponse, event_stream
 if TYPE_CHECKING:
     from .app import _Api
 
-__all__ = ["app", "card"]
+__all__ = ["CARD_PATH", "app", "card"]
 
 log = logging.getLogger("agent_unit.http.a2a")
 
@@ -117,11 +122,9 @@ _NOT_SERVED = {
         ("GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"),
         (EXTENDED_CARD_NOT_CONFIGURED, "there is no extended card: the public card lists every skill"),
     ),
-    "ListTasks": (
-        UNSUPPORTED_OPERATION,
-        "ListTasks is not served: GET /runs?thread_id=<contextId> lists a context's runs",
-    ),
 }
+_PAGE_SIZE, _MAX_PAGE_SIZE = 50, 100  # ListTasks' default and largest page, as a2a-sdk's server has them
+_SCAN = 200  # runs read from the store at a time while a ListTasks filter is applied here
 
 
 class PublicUrlMissing(AgentUnitError):
@@ -156,6 +159,8 @@ def listen_url(host: str, port: int | str, *, note: bool = True) -> str:
 def card(api: _Api) -> ASGIApp:
     """``GET /.well-known/agent-card.json`` (and the older ``agent.json``): the agent card.
 
+    The deployment's card (every agent a skill, each agent's own card linked) or, under
+    ``/agents/{name}/``, one agent's card whose endpoint is ``/agents/{name}/a2a``.
     The endpoint's URL is the configured public URL (``public_url`` / ``AGENT_UNIT_URL``)
     plus the path the app is mounted at; never the request's Host header, which the client
     chooses. Without a public URL the card is a 503 that tells the operator to set it.
@@ -163,28 +168,40 @@ def card(api: _Api) -> ASGIApp:
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
+        agent = request.path_params.get("agent")
         await api.guard(request, "manifest", {})
+        agents = api.engine.agents
+        if agent is not None and agent not in agents:
+            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
         if not api.public_url:
             raise PublicUrlMissing(
                 "the agent card needs this deployment's own URL: set AGENT_UNIT_URL (or public_url=) "
                 "to the URL clients reach it at, e.g. https://agents.example.com"
             )
-        body = agent_card(api.name, api.engine.agents, _endpoint_url(api.public_url, scope.get("root_path", "")))
+        base = _base_url(api.public_url, scope.get("root_path", ""))
+        if agent is None:
+            links = {name: (f"{base}/agents/{name}/a2a", f"{base}/agents/{name}{CARD_PATH}") for name in agents}
+            body = agent_card(api.name, agents, f"{base}/a2a", links)
+        else:
+            body = agent_card(agent, {agent: agents[agent]}, f"{base}/agents/{agent}/a2a")
         await JSONResponse(body)(scope, receive, send)
 
     return endpoint
 
 
-def _endpoint_url(public_url: str, root_path: str) -> str:
-    """``public_url`` + the mount path + ``/a2a``; a public URL that already ends with the mount path keeps it once."""
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+def _base_url(public_url: str, root_path: str) -> str:
+    """``public_url`` + the mount path; a public URL that already ends with the mount path keeps it once."""
     root = root_path.rstrip("/")
     if root and urlsplit(public_url).path.rstrip("/").endswith(root):
         root = ""
-    return f"{public_url}{root}/a2a"
+    return f"{public_url}{root}"
 
 
 def app(api: _Api) -> ASGIApp:
-    """``POST /a2a``: the JSON-RPC endpoint."""
+    """``POST /a2a`` (the deployment's) and ``POST /agents/{name}/a2a`` (one agent's): the JSON-RPC endpoint."""
     return _JsonRpc(api)
 
 
@@ -213,6 +230,7 @@ class _JsonRpc:
             "GetTask": (self.get, "1.0"),
             "CancelTask": (self.cancel, "1.0"),
             "SubscribeToTask": (self.subscribe, "1.0"),
+            "ListTasks": (self.list_tasks, "1.0"),  # A2A 0.3 has no such method
             "message/send": (self.send, "0.3"),
             "message/stream": (self.send_streaming, "0.3"),
             "tasks/get": (self.get, "0.3"),
@@ -228,6 +246,11 @@ class _JsonRpc:
     async def handle(self, request: Request) -> Response | SSEResponse:
         request_id: str | int | None = None
         dialect: Dialect = "1.0"
+        streaming = False  # a streaming method answers even its errors as a stream
+        scoped = _scope(request)
+        if scoped is not None and scoped not in self.engine.agents:
+            await self._authorize_error(request)
+            raise AgentNotFound(f"no agent named {scoped!r}: GET /agents lists them")  # no such endpoint: a 404
         try:
             require_json(request)
             payload = await self._read(request)
@@ -249,6 +272,7 @@ class _JsonRpc:
                 code, message = _NOT_SERVED.get(method, (METHOD_NOT_FOUND, f"method {method!r} does not exist"))
                 raise RpcError(code, message)
             handler, dialect = self.methods[method]
+            streaming = handler in (self.send_streaming, self.subscribe)
             _check_version(request)
             params = payload.get("params", {})
             if not isinstance(params, dict):
@@ -261,13 +285,13 @@ class _JsonRpc:
             raise  # the app answers 415: not a JSON-RPC request at all
         except RpcError as exc:
             await self._authorize_error(request)
-            return _error(request_id, exc, dialect)
+            return _error(request_id, exc, dialect, streaming)
         except AgentUnitError as exc:
             await self._authorize_error(request)
-            return _error(request_id, _rpc_error(exc), dialect)
+            return _error(request_id, _rpc_error(exc), dialect, streaming)
         except Exception:
             log.exception("agent-unit: unexpected error on POST /a2a")
-            return _error(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect)
+            return _error(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect, streaming)
         if isinstance(result, SSEResponse):
             return result
         return JSONResponse({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -301,9 +325,7 @@ class _JsonRpc:
     async def send(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
         """SendMessage: start a task, or answer one that waits for input; by default wait until it parks or ends."""
         incoming = read_message(params, dialect)
-        configuration = params.get("configuration") or {}
-        if not isinstance(configuration, dict):
-            raise RpcError(INVALID_PARAMS, "configuration must be an object")
+        configuration = _configuration(params)
         if dialect == "1.0":
             wait = not configuration.get("returnImmediately", False)
         else:
@@ -326,6 +348,7 @@ class _JsonRpc:
     ) -> SSEResponse:
         """SendStreamingMessage: the task, then its status and artifact updates until it parks or ends."""
         incoming = read_message(params, dialect)
+        _configuration(params)
         if incoming.task_id is not None:
             record = await self._waiting_task(request, incoming)
             answer = input_from(incoming, lambda value: _fits_answer(record, value))
@@ -340,6 +363,7 @@ class _JsonRpc:
         return self._stream(record, first, after, dialect, request_id)
 
     async def get(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
+        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
         record = await self._task(request, params, "get")
         body = task(record)
         return to_v03(body) if dialect == "0.3" else body
@@ -370,18 +394,79 @@ class _JsonRpc:
         record = await self.engine.get(record.id)  # after the seq: its status covers every event up to it
         return self._stream(record, {"task": task(record)}, after, dialect, request_id)
 
+    async def list_tasks(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
+        """ListTasks: the run list as tasks, newest first, authorized like ``GET /runs`` (action ``list``).
+
+        ``pageToken`` is the last run id of the page before (the cursor of ``GET /runs``);
+        ``totalSize`` counts every task the filters match, so it reads them all once.
+        """
+        context_id = _optional_str(params.get("contextId"), "contextId")
+        agent = _scope(request)
+        await self.api.guard(request, "list", {"agent": agent, "thread_id": context_id})
+        statuses = _status_filter(params.get("status"))
+        page_size = _optional_int(params, "pageSize", 1, _MAX_PAGE_SIZE)
+        page_size = _PAGE_SIZE if page_size is None else page_size
+        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
+        token = _optional_str(params.get("pageToken"), "pageToken")
+        if token is not None and not is_id(token, "run"):
+            raise RpcError(
+                INVALID_PARAMS, f"pageToken {token!r} is not a nextPageToken: send the one the last page gave"
+            )
+        after = _optional_timestamp(params.get("statusTimestampAfter"))
+        include_artifacts = params.get("includeArtifacts", False)
+        if not isinstance(include_artifacts, bool):
+            raise RpcError(INVALID_PARAMS, "includeArtifacts must be true or false")
+
+        def wanted(record: RunRecord) -> bool:
+            return (statuses is None or record.status in statuses) and (after is None or record.updated_at >= after)
+
+        tasks: list[Json] = []
+        total, more = 0, False
+        async for record in self._runs(agent, context_id, statuses):
+            if not wanted(record):
+                continue
+            total += 1
+            if token is not None and record.id >= token:
+                continue  # on an earlier page
+            if len(tasks) == page_size:
+                more = True
+                continue
+            body = task(record)
+            if not include_artifacts:
+                body.pop("artifacts", None)  # the specification: omitted, not empty
+            tasks.append(body)
+        next_token = tasks[-1]["id"] if more else ""
+        # pageSize: "the page size used for this response", read as the A2A TCK reads it: how many it holds
+        return {"tasks": tasks, "nextPageToken": next_token, "pageSize": len(tasks), "totalSize": total}
+
     # -- helpers -----------------------------------------------------------------------------
+
+    async def _runs(
+        self, agent: str | None, context_id: str | None, statuses: frozenset[RunStatus] | None
+    ) -> AsyncIterator[RunRecord]:
+        """The agent's runs in the context (either None: all), newest first; by status in the store when it is one."""
+        if statuses is not None and not statuses:
+            return
+        status = next(iter(statuses)) if statuses is not None and len(statuses) == 1 else None
+        cursor: str | None = None
+        while True:
+            page = await self.engine.list(status=status, agent=agent, thread_id=context_id, limit=_SCAN, cursor=cursor)
+            for record in page.runs:
+                yield record
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     async def _task(self, request: Request, params: Json, action: str) -> RunRecord:
         task_id = params.get("id")
         if not isinstance(task_id, str) or not task_id:
             raise RpcError(INVALID_PARAMS, "params.id (the task id) is required")
-        return await self.api.guarded_run(request, action, task_id)
+        return _in_scope(request, await self.api.guarded_run(request, action, task_id))
 
     async def _waiting_task(self, request: Request, incoming: Incoming) -> RunRecord:
         """The task a message answers: it must exist, belong to the message's context, and wait for input."""
         assert incoming.task_id is not None
-        record = await self.api.guarded_run(request, "resume", incoming.task_id)
+        record = _in_scope(request, await self.api.guarded_run(request, "resume", incoming.task_id))
         if incoming.context_id is not None and incoming.context_id != record.thread_id:
             raise RpcError(
                 INVALID_PARAMS, f"task {record.id} belongs to context {record.thread_id!r}, not {incoming.context_id!r}"
@@ -399,18 +484,33 @@ class _JsonRpc:
         return record
 
     async def _new_task(self, request: Request, incoming: Incoming) -> str:
-        """The agent a new task runs: the skill the message names, or the only one there is.
+        """The agent a new task runs: the endpoint's own agent; on the deployment's endpoint the
+        skill the message names, else the configured default agent (``a2a_default_agent``), else
+        the only one there is.
 
         Authorized before the skill is checked, an unknown skill as if it existed: a caller who
         may not start it learns nothing of which skills there are.
         """
         agents = self.engine.agents
-        agent = incoming.skill if incoming.skill is not None else next(iter(agents)) if len(agents) == 1 else None
+        scoped = _scope(request)
+        if scoped is not None:
+            agent: str | None = scoped
+        elif incoming.skill is not None:
+            agent = incoming.skill
+        else:
+            agent = self.api.a2a_default_agent or (next(iter(agents)) if len(agents) == 1 else None)
         await self.api.guard(request, "start", {"agent": agent, "thread_id": incoming.context_id})
         names = ", ".join(sorted(agents)) or "none"
+        if scoped is not None and incoming.skill not in (None, scoped):
+            raise RpcError(
+                INVALID_PARAMS,
+                f"this endpoint runs {scoped!r} only, not {incoming.skill!r}: send to /agents/{incoming.skill}/a2a",
+            )
         if agent is None:
             raise RpcError(
-                INVALID_PARAMS, f"name the skill to run in message.metadata.skill: one of {names} (the card lists them)"
+                INVALID_PARAMS,
+                f"name the skill to run in message.metadata.skill: one of {names} (the card lists them), "
+                "or send to the agent's own endpoint /agents/{name}/a2a",
             )
         if agent not in agents:
             raise RpcError(INVALID_PARAMS, f"no skill {agent!r}: the skills are {names}")
@@ -457,6 +557,75 @@ class _JsonRpc:
             return frames()
 
         return SSEResponse(body, headers={"x-run-id": run_id})
+
+
+def _scope(request: Request) -> str | None:
+    """The agent whose own endpoint this is (``/agents/{name}/a2a``); None on the deployment's ``/a2a``."""
+    return request.path_params.get("agent")
+
+
+def _in_scope(request: Request, record: RunRecord) -> RunRecord:
+    """On an agent's own endpoint, a task of another agent does not exist."""
+    scoped = _scope(request)
+    if scoped is not None and record.agent != scoped:
+        raise RpcError(TASK_NOT_FOUND, f"task not found: agent {scoped!r} has no task {record.id!r}")
+    return record
+
+
+def _optional_str(value: Any, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise RpcError(INVALID_PARAMS, f"{where} must be a string")
+    return value
+
+
+def _configuration(params: Json) -> Json:
+    """SendMessage's ``configuration``: an object whose ``historyLength``, when sent, is 0 or more."""
+    configuration = params.get("configuration") or {}
+    if not isinstance(configuration, dict):
+        raise RpcError(INVALID_PARAMS, "configuration must be an object")
+    _optional_int(configuration, "historyLength", 0)
+    return configuration
+
+
+def _optional_int(params: Json, name: str, low: int, high: int | None = None) -> int | None:
+    """``params[name]``, a whole number from ``low`` to ``high`` when sent (proto JSON may send it as a string)."""
+    value = params.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.lstrip("-").isdigit() and len(value) < 12:
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        bounds = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise RpcError(INVALID_PARAMS, f"{name} is {params[name]!r}: use a whole number {bounds}")
+    return value
+
+
+def _status_filter(value: Any) -> frozenset[RunStatus] | None:
+    """ListTasks' ``status`` (a TaskState name or number) as the run statuses it covers; None for no filter."""
+    if value is None or value in (0, "TASK_STATE_UNSPECIFIED"):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < len(TASK_STATES):
+        value = TASK_STATES[value]
+    if not isinstance(value, str) or value not in TASK_STATES:
+        raise RpcError(INVALID_PARAMS, f"status {value!r} is not a task state: use one of {', '.join(TASK_STATES[1:])}")
+    return run_statuses(value)
+
+
+def _optional_timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp (proto JSON's form of ``google.protobuf.Timestamp``)."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise RpcError(
+            INVALID_PARAMS, f"statusTimestampAfter {value!r} is not an RFC 3339 time such as 2026-01-01T00:00:00Z"
+        )
+    return moment
 
 
 def _parse_sse(chunk: bytes) -> tuple[int, Json] | None:
@@ -515,8 +684,29 @@ def _rpc_error(exc: AgentUnitError) -> RpcError:
     return RpcError(INTERNAL_ERROR if exc.status >= 500 else INVALID_PARAMS, exc.message, reason=exc.code)
 
 
-def _error(request_id: str | int | None, error: RpcError, dialect: Dialect) -> JSONResponse:
-    return JSONResponse(_error_body(request_id, error, dialect))
+def _error(
+    request_id: str | int | None, error: RpcError, dialect: Dialect, streaming: bool = False
+) -> JSONResponse | SSEResponse:
+    """The error response; for a streaming method, a stream of that one error.
+
+    A2A's JSON-RPC binding answers ``SendStreamingMessage`` and ``SubscribeToTask`` with
+    ``text/event-stream``, so an error found before the first result is the stream's only
+    event: ``event: error`` in 1.0 (as a2a-sdk's server ends a failed stream; its client raises
+    the error's type), a plain ``data:`` event in 0.3 (what 0.3 clients read an error from).
+    """
+    body = _error_body(request_id, error, dialect)
+    if not streaming:
+        return JSONResponse(body)
+    data = json.dumps(body, separators=(",", ":")).encode()
+    frame = (b"event: error\n" if dialect == "1.0" else b"") + b"data: %s\n\n" % data
+
+    def one(stop: Any) -> AsyncIterator[bytes]:
+        async def frames() -> AsyncIterator[bytes]:
+            yield frame
+
+        return frames()
+
+    return SSEResponse(one)
 
 
 def _error_body(request_id: str | int | None, error: RpcError, dialect: Dialect) -> Json:

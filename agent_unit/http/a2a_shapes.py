@@ -25,10 +25,13 @@ from ..records import RunRecord, RunStatus
 __all__ = [
     "Incoming",
     "RpcError",
+    "AGENTS_EXTENSION",
     "SCHEMAS_EXTENSION",
+    "TASK_STATES",
     "agent_card",
     "input_from",
     "read_message",
+    "run_statuses",
     "stream_items",
     "task",
     "to_v03",
@@ -48,6 +51,8 @@ PUSH_NOTIFICATIONS = False
 
 # The card has no field for a skill's input schema, so it travels in an extension's params.
 SCHEMAS_EXTENSION = "urn:agent-unit:a2a:skill-schemas:v1"
+# Nor for a skill's own endpoint: the deployment's card links each agent's card in this one.
+AGENTS_EXTENSION = "urn:agent-unit:a2a:agent-cards:v1"
 
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 
@@ -61,6 +66,24 @@ _STATES = {
     RunStatus.cancelled: "TASK_STATE_CANCELED",
 }
 
+# TaskState's enum numbers, as a client may send a state in proto JSON.
+TASK_STATES = (
+    "TASK_STATE_UNSPECIFIED",
+    "TASK_STATE_SUBMITTED",
+    "TASK_STATE_WORKING",
+    "TASK_STATE_COMPLETED",
+    "TASK_STATE_FAILED",
+    "TASK_STATE_CANCELED",
+    "TASK_STATE_INPUT_REQUIRED",
+    "TASK_STATE_REJECTED",
+    "TASK_STATE_AUTH_REQUIRED",
+)
+
+
+def run_statuses(state: str) -> frozenset[RunStatus]:
+    """The run statuses a task state stands for (none for ``submitted``, ``rejected``, ``auth-required``)."""
+    return frozenset(status for status, shown in _STATES.items() if shown == state)
+
 
 class RpcError(Exception):
     """A JSON-RPC error: ``code`` as A2A defines it, a message that says what to do, optional details."""
@@ -73,8 +96,13 @@ class RpcError(Exception):
 # -- the card --------------------------------------------------------------------------
 
 
-def agent_card(name: str, agents: Mapping[str, Any], endpoint: str) -> Json:
+def agent_card(
+    name: str, agents: Mapping[str, Any], endpoint: str, links: Mapping[str, tuple[str, str]] | None = None
+) -> Json:
     """The agent card: one skill per agent, the endpoint in both dialects.
+
+    ``links`` (the deployment's card) maps each agent to its own endpoint and card URL: a
+    client that knows only A2A picks an agent there and talks to it without naming a skill.
 
     The 1.0 fields (``supportedInterfaces``) sit beside the 0.3 ones (``url``,
     ``preferredTransport``, ``protocolVersion``) as a2a-sdk's own server writes them, so a
@@ -84,7 +112,10 @@ def agent_card(name: str, agents: Mapping[str, Any], endpoint: str) -> Json:
     if len(names) == 1:
         description = agents[names[0]].description or f"The {names[0]} agent."
     else:
-        description = f"{len(names)} agents: {', '.join(names)}. Name one in message.metadata.skill."
+        description = (
+            f"{len(names)} agents: {', '.join(names)}. Each has its own endpoint and card "
+            f"({AGENTS_EXTENSION}); here, name one in message.metadata.skill."
+        )
     skills = [
         {
             "id": agent_name,
@@ -121,7 +152,24 @@ def agent_card(name: str, agents: Mapping[str, Any], endpoint: str) -> Json:
                     "description": "The JSON Schema of each skill's input and output, by skill id.",
                     "required": False,
                     "params": {"skills": schemas},
-                }
+                },
+                *(
+                    [
+                        {
+                            "uri": AGENTS_EXTENSION,
+                            "description": "Each agent's own A2A endpoint and agent card, by skill id.",
+                            "required": False,
+                            "params": {
+                                "agents": {
+                                    agent_name: {"url": url, "agentCard": card_url}
+                                    for agent_name, (url, card_url) in sorted(links.items())
+                                }
+                            },
+                        }
+                    ]
+                    if links
+                    else []
+                ),
             ],
         },
         "defaultInputModes": ["text/plain", "application/json"],
@@ -365,6 +413,13 @@ def read_message(params: Json, dialect: Dialect) -> Incoming:
     message = params.get("message")
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "params.message is required: a message object with role and parts")
+    message_id = message.get("messageId")
+    if not isinstance(message_id, str) or not message_id:
+        raise RpcError(INVALID_PARAMS, "message.messageId is required: a unique id the client makes (e.g. a UUID)")
+    for name in ("referenceTaskIds", "extensions"):
+        listed = message.get(name)
+        if listed is not None and not (isinstance(listed, list) and all(isinstance(item, str) for item in listed)):
+            raise RpcError(INVALID_PARAMS, f"message.{name} must be a list of strings")
     role = message.get("role")
     if role not in (("ROLE_USER", 1) if dialect == "1.0" else ("user",)):
         expected = "ROLE_USER" if dialect == "1.0" else "user"
@@ -394,9 +449,13 @@ def read_message(params: Json, dialect: Dialect) -> Incoming:
 def _read_part(part: Json, index: int, dialect: Dialect, incoming: Incoming) -> None:
     if part.get("metadata") is not None and not isinstance(part["metadata"], dict):
         raise RpcError(INVALID_PARAMS, f"message.parts[{index}].metadata must be an object")
-    kind = (
-        part.get("kind") if dialect == "0.3" else next((k for k in ("text", "data", "raw", "url") if k in part), None)
-    )
+    if dialect == "0.3":
+        kind = part.get("kind")
+    else:
+        contents = [key for key in ("text", "data", "raw", "url") if key in part]
+        if len(contents) > 1:
+            raise RpcError(INVALID_PARAMS, f"message.parts[{index}] holds {' and '.join(contents)}: a part holds one")
+        kind = contents[0] if contents else None
     if kind == "text":
         if not isinstance(part.get("text"), str):
             raise RpcError(INVALID_PARAMS, f"message.parts[{index}].text must be a string")
@@ -429,8 +488,11 @@ def input_from(incoming: Incoming, accepts: Callable[[Any], bool]) -> Any:
             CONTENT_TYPE_NOT_SUPPORTED, "file parts are not accepted: send the input as a data part or as text"
         )
     if incoming.data:
-        if len(incoming.data) > 1 or incoming.texts:
-            raise RpcError(INVALID_PARAMS, "send one data part (the JSON value) or text parts, not both")
+        if len(incoming.data) > 1 or incoming.texts:  # a valid message, but not one value: the media are refused
+            raise RpcError(
+                CONTENT_TYPE_NOT_SUPPORTED,
+                "an agent takes one JSON value: send one data part, or text parts, not both (nor two data parts)",
+            )
         return incoming.data[0]
     text = "\n".join(incoming.texts)
     if accepts(text):

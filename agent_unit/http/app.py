@@ -72,6 +72,7 @@ def create_agent_unit(
     poll_interval: float = 1.0,
     public_url: str | None = None,
     allowed_origins: Iterable[str] = (),
+    a2a_default_agent: str | None = None,
     mcp: bool = True,
     ui: bool = False,
     buffered: bool = False,
@@ -86,8 +87,10 @@ def create_agent_unit(
     ``public_url`` (default ``$AGENT_UNIT_URL``) is the deployment's own URL, as the A2A card
     shows it: never taken from a request's Host header. ``allowed_origins`` are the browser
     origins (``https://app.example.com``) that may call ``POST /mcp`` besides loopback and the
-    public URL's own. ``mcp=False`` leaves out ``POST /mcp``; ``ui=True`` serves the approvals
-    inbox at ``{base_path}/ui/`` (``authorize`` action ``"ui"``).
+    public URL's own. ``a2a_default_agent`` is the agent a new A2A task on ``POST /a2a`` runs
+    when its message names no skill (each agent also has its own ``/agents/{name}/a2a``).
+    ``mcp=False`` leaves out ``POST /mcp``; ``ui=True`` serves the approvals inbox at
+    ``{base_path}/ui/`` (``authorize`` action ``"ui"``).
     ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
     Python runtime): starts and resumes run the run in the request until it parks, ends or
     yields, and event streams return the events stored so far.
@@ -100,6 +103,9 @@ def create_agent_unit(
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
     elif agents is not None or store is not None or engine_options:
         raise TypeError("pass either engine=, or agents/store/engine options, not both")
+    if a2a_default_agent is not None and a2a_default_agent not in engine.agents:
+        names = ", ".join(sorted(engine.agents)) or "none"
+        raise ValueError(f"a2a_default_agent {a2a_default_agent!r} is not an agent: the agents are {names}")
     api = _Api(
         engine,
         name=name,
@@ -112,7 +118,9 @@ def create_agent_unit(
         public_url=public_url,
         origins=origins,
         buffered=buffered,
+        a2a_default_agent=a2a_default_agent,
     )
+    a2a, a2a_card = _Lazy("a2a", api), _Lazy("a2a", api, "card")
     routes: list[BaseRoute] = [
         Route("/agents", api.manifest, methods=["GET"]),
         Route("/agents/{agent}/runs", api.start, methods=["POST"]),
@@ -127,9 +135,15 @@ def create_agent_unit(
         # The protocols: each module is imported at its first request, so no other route and
         # no cold start pays for its SDK.
         Route("/agents/{agent}/ag-ui", _Lazy("agui", api), methods=["POST"]),
-        Route("/.well-known/agent-card.json", _Lazy("a2a", api, "card"), methods=["GET"]),
-        Route("/.well-known/agent.json", _Lazy("a2a", api, "card"), methods=["GET"]),
-        Route("/a2a", _Lazy("a2a", api), methods=["POST"]),
+        # A2A: the deployment's card and endpoint, and each agent's own (a generic client needs no
+        # skill). A card is also under its endpoint's path, where a client given only that URL looks.
+        *(
+            Route(f"{where}/.well-known/{file}", a2a_card, methods=["GET"])
+            for where in ("", "/a2a", "/agents/{agent}", "/agents/{agent}/a2a")
+            for file in ("agent-card.json", "agent.json")
+        ),
+        Route("/a2a", a2a, methods=["POST"]),
+        Route("/agents/{agent}/a2a", a2a, methods=["POST"]),
     ]
     if mcp:
         routes.append(Route("/mcp", _Lazy("mcp", api), methods=["POST"]))
@@ -235,6 +249,7 @@ class _Api:
         public_url: str | None = None,
         origins: Origins | None = None,
         buffered: bool = False,
+        a2a_default_agent: str | None = None,
     ) -> None:
         self.engine = engine
         self.name = name
@@ -247,6 +262,7 @@ class _Api:
         self.public_url = public_url.rstrip("/") if public_url else None
         self.origins = origins if origins is not None else Origins(public_url)
         self.buffered = buffered
+        self.a2a_default_agent = a2a_default_agent
 
     async def guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
         """Raise 401/403 unless ``authorize`` allows ``action`` on ``run``.
