@@ -24,8 +24,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 import agent_unit
 from agent_unit.adapters import ENTRY_POINT_GROUP
 from agent_unit.discovery import agent_sources, load_registry
-from agent_unit.errors import DiscoveryError
+from agent_unit.errors import DiscoveryError, TaskError
 from agent_unit.http.auth import load_authorize
+from agent_unit.tasks import tasks_from_config
 
 from . import pip
 from .config import Config
@@ -128,6 +129,7 @@ class BuildResult:
     run: str = ""
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    tasks: list[dict[str, str]] = field(default_factory=list)  # name, schedule, handler and what runs it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +141,7 @@ class BuildResult:
             "run": self.run,
             "notes": self.notes,
             "warnings": self.warnings,
+            "tasks": self.tasks,
         }
 
 
@@ -204,6 +207,7 @@ def _requirements(preset: Preset, config: Config, storage: str, project: list[st
         *[_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)],
         *_store_driver(storage),
         *_mcp(config, project),
+        *([_pinned("cronsim")] if config.tasks else []),  # the tasks' next and last ticks
         *[found[name] for name in sorted(found)],
     ):
         chosen.setdefault(distribution_name(requirement), requirement)
@@ -284,6 +288,32 @@ def _check_authorize(reference: str | None) -> None:
     )
 
 
+def _check_tasks(root: Path, config: Config) -> None:
+    """Every task's handler imports from the project, here as where it runs: one error naming
+    the task, its module, the attribute and the user's line that failed."""
+    try:
+        for task in tasks_from_config(config.tasks, root=root).values():
+            task.load()
+    except TaskError as exc:
+        raise BuildError(exc.message) from None
+
+
+def _tasks_report(preset: Preset, config: Config) -> tuple[list[dict[str, str]], list[str]]:
+    """The tasks and what runs them on this host; a warning naming them when nothing does."""
+    runs = preset.runs_tasks or "nothing on this host: run them with `agent-unit task NAME`"
+    listed = [
+        {"name": name, "schedule": task.schedule, "handler": task.handler, "runs_on": runs}
+        for name, task in sorted(config.tasks.items())
+    ]
+    if not config.tasks or preset.runs_tasks:
+        return listed, []
+    names = ", ".join(sorted(config.tasks))
+    return listed, [
+        f"{preset.name} has no scheduler: the tasks {names} run only when triggered (agent-unit task NAME), "
+        "unless the backend runs them on their schedules (build it with --preset server, docker, aws-lambda or vercel)"
+    ]
+
+
 def build(
     root: Path,
     config: Config,
@@ -343,6 +373,7 @@ def build(
         raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
     _check_authorize(config.authorize)
     if chosen.python_app:
+        _check_tasks(root, config)
         authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
         found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))
     warnings = [
@@ -350,6 +381,8 @@ def build(
         "vendor it: list its package in requirements.txt if the app needs it"
         for item in found.unmapped
     ]
+    tasks, unscheduled = _tasks_report(chosen, config)
+    warnings += unscheduled
 
     if output.exists():
         shutil.rmtree(output)  # only a folder a build wrote (checked above) or an empty one
@@ -389,6 +422,7 @@ def build(
         "app_path": chosen.app_path,
         "url": config.url,
         "ui": config.ui,
+        "tasks": {name: {"schedule": task.schedule, "handler": task.handler} for name, task in config.tasks.items()},
     }
     if chosen.context is not None:
         context |= chosen.context(config, options)
@@ -433,6 +467,7 @@ def build(
         run=chosen.run.format(output=_shown(output), name=config.name),
         notes=notes,
         warnings=warnings,
+        tasks=tasks,
     )
 
 

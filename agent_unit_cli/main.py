@@ -163,6 +163,10 @@ def build_command(
     for route in result.routes:
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"wrote: {', '.join(result.files)}", markup=False)
+    for task in result.tasks:
+        console.print(
+            f"task {task['name']} ({task['schedule']} UTC, {task['handler']}): run by {task['runs_on']}", markup=False
+        )
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     for warning in result.warnings:
