@@ -155,11 +155,12 @@ def build_command(
     if as_json:
         print(json.dumps(result.to_dict()))
         return
+    what = f"your app {result.server}" if result.server else f"{len(result.agents)} agent(s)"
     console.print(
-        f"[green]built[/green] {len(result.agents)} agent(s) with the {result.preset} preset into "
-        + escape(str(result.output))
+        f"[green]built[/green] {escape(what)} with the {result.preset} preset into " + escape(str(result.output))
     )
-    console.print(f"agents: {', '.join(result.agents)}", markup=False)
+    if not result.server:
+        console.print(f"agents: {', '.join(result.agents)}", markup=False)
     for route in result.routes:
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"wrote: {', '.join(result.files)}", markup=False)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import itertools
 import logging
+import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -37,7 +39,7 @@ from .origins import Origins
 from .responses import JSONResponse
 from .sse import SSEResponse, event_stream
 
-__all__ = ["AgentUnit", "create_agent_unit"]
+__all__ = ["AgentUnit", "agent_units", "create_agent_unit"]
 
 log = logging.getLogger("agent_unit.http")
 
@@ -55,6 +57,20 @@ class AgentUnit(Starlette):
 
     engine: RunEngine
     scheduler: Scheduler | None
+    created: int  # this process's count of units when it was made: agent_units() lists them in order
+
+
+_count = itertools.count()
+_created: weakref.WeakSet[AgentUnit] = weakref.WeakSet()
+
+
+def agent_units() -> list[AgentUnit]:
+    """Every agent unit this process created and still holds, oldest first.
+
+    A host that runs a user's own app (``server = "module:app"``) reaches the units the app
+    mounted through this: its schedule sweeps each, and tasks claim their ticks in the first's store.
+    """
+    return sorted(_created, key=lambda unit: unit.created)
 
 
 def create_agent_unit(
@@ -160,6 +176,8 @@ def create_agent_unit(
     )
     app.engine = engine
     app.scheduler = scheduler
+    app.created = next(_count)
+    _created.add(app)
     return app
 
 
