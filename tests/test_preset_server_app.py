@@ -30,6 +30,7 @@ import httpx
 import pytest
 
 from . import test_preset_vercel
+from .dev_process import DevProcess
 from .server import free_port, wait_until_up
 from .test_preset_aws_lambda import lint
 from .test_preset_vercel import CRON_SECRET, FUNCTION, Instance
@@ -292,3 +293,32 @@ def test_every_engine_key_beside_server_is_named_in_one_error(tmp_path: Path) ->
         assert f"; {key}: " in error or f" apply: {key}: " in error, (key, error)
     assert "mcp: " in error
     assert not (root / ".output").exists()
+
+
+def test_dev_serves_your_own_app_and_reloads_it_on_change(tmp_path: Path) -> None:
+    root = project(tmp_path / "project")
+    log = tmp_path / "app.log"
+    dev = DevProcess(root, env={"APP_LOG": str(log)})
+    try:
+        dev.wait_for("serving on")
+        assert "dev: your app web.main:app" in dev.output
+        assert httpx.get(f"{dev.url}/hello/ann").json() == {"hello": "ann"}
+        (root / "web" / "main.py").write_text(APP.replace('{"hello": who}', '{"hi": who}'))
+        dev.wait_for("serving on", count=2)
+        assert httpx.get(f"{dev.url}/hello/ann").json() == {"hi": "ann"}
+    finally:
+        assert dev.stop() == 0
+    assert "later ann" in logged(log)  # wait_until work runs in dev
+
+
+def test_dev_refuses_a_server_that_is_not_asgi_with_one_message(tmp_path: Path) -> None:
+    root = project(tmp_path / "project", 'server = "web.main:note"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_unit_cli", "dev", "--root", str(root), "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "APP_LOG": str(tmp_path / "app.log")},
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "server = 'web.main:note' is a function, not an ASGI app" in done.stderr
