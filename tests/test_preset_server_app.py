@@ -116,26 +116,29 @@ def logged(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def http_event(path: str) -> dict[str, Any]:
-    """A Function URL event (payload 2.0) for ``GET path``."""
+def http_event(path: str, method: str = "GET", body: Any = None) -> dict[str, Any]:
+    """A Function URL event (payload 2.0) for ``method path``."""
     return {
         "version": "2.0",
         "routeKey": "$default",
         "rawPath": path,
         "rawQueryString": "",
-        "headers": {"host": "abc123.lambda-url.eu-west-1.on.aws"},
+        "headers": {"host": "abc123.lambda-url.eu-west-1.on.aws", "content-type": "application/json"},
         "requestContext": {
-            "http": {"method": "GET", "path": path, "protocol": "HTTP/1.1", "sourceIp": "198.51.100.7"},
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "198.51.100.7"},
             "domainName": "abc123.lambda-url.eu-west-1.on.aws",
             "requestId": f"req-{time.monotonic_ns()}",
             "routeKey": "$default",
             "stage": "$default",
         },
+        "body": None if body is None else json.dumps(body),
         "isBase64Encoded": False,
     }
 
 
-def cold_container(folder: Path, log: Path, *events: dict[str, Any]) -> list[dict[str, Any]]:
+def cold_container(
+    folder: Path, log: Path, *events: dict[str, Any], env: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """One new Lambda container (``python -I -S``) that takes ``events`` in turn, then ends."""
     paths = []
     for number, event in enumerate(events):
@@ -145,11 +148,29 @@ def cold_container(folder: Path, log: Path, *events: dict[str, Any]) -> list[dic
         [sys.executable, "-I", "-S", "-c", LAMBDA, str(folder), *map(str, paths)],
         capture_output=True,
         text=True,
-        env={"PATH": os.environ["PATH"], "APP_LOG": str(log)},
+        env={"PATH": os.environ["PATH"], "APP_LOG": str(log), **(env or {})},
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.strip().splitlines()[-len(events) :]]
+
+
+MOUNTED = """import os
+
+from fastapi import FastAPI
+
+from agent_unit import Run, create_agent_unit, define_agent
+
+
+@define_agent
+async def napper(input: str, run: Run) -> str:
+    await run.sleep("1s")
+    return f"rested {input}"
+
+
+app = FastAPI()
+app.mount("/api/ai", create_agent_unit({"napper": napper}, store=os.environ.get("RUNS_URL", "memory://")))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -322,3 +343,27 @@ def test_dev_refuses_a_server_that_is_not_asgi_with_one_message(tmp_path: Path) 
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "server = 'web.main:note' is a function, not an ASGI app" in done.stderr
+
+
+def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wakes_them(
+    tmp_path: Path, redis_url: str
+) -> None:
+    root = project(tmp_path / "project", 'server = "web.mounted:app"\n')
+    (root / "web" / "mounted.py").write_text(MOUNTED)
+    (root / "requirements.txt").write_text("fastapi\nredis\n")  # the app's store is its own: its driver is listed
+    built(root, "--preset", "aws-lambda")
+    template = (root / ".output" / "aws-lambda" / "template.yaml").read_text()
+    assert 'Input: \'{"agent_unit": "sweep"}\'' in template  # the app created an agent unit: it is swept
+    with zipfile.ZipFile(root / ".output" / "aws-lambda" / "function.zip") as archive:
+        archive.extractall(tmp_path / "function")
+    folder, log, env = tmp_path / "function", tmp_path / "app.log", {"RUNS_URL": redis_url}
+    (started,) = cold_container(
+        folder, log, http_event("/api/ai/agents/napper/runs", "POST", {"input": "well"}), env=env
+    )
+    run = json.loads(started["body"])
+    assert run["status"] == "sleeping", run  # buffered, as Lambda needs: the answer came once the run parked
+    time.sleep(1.2)
+    assert cold_container(folder, log, {"agent_unit": "sweep"}, env=env) == [{"woken": 1, "recovered": 0, "deleted": 0}]
+    (read,) = cold_container(folder, log, http_event(f"/api/ai/runs/{run['id']}"), env=env)
+    done = json.loads(read["body"])
+    assert done["status"] == "completed" and done["output"] == "rested well"
