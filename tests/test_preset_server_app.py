@@ -32,7 +32,7 @@ import pytest
 from . import test_preset_vercel
 from .dev_process import DevProcess
 from .server import free_port, wait_until_up
-from .test_preset_aws_lambda import lint
+from .test_preset_aws_lambda import FunctionUrl, Lambda, lint
 from .test_preset_vercel import CRON_SECRET, FUNCTION, Instance
 
 function_python = test_preset_vercel.function_python  # the fixture: a Python 3.12+ for Vercel's runtime
@@ -155,7 +155,8 @@ def cold_container(
     return [json.loads(line) for line in done.stdout.strip().splitlines()[-len(events) :]]
 
 
-MOUNTED = """import os
+MOUNTED = """import asyncio
+import os
 
 from fastapi import FastAPI
 
@@ -168,8 +169,22 @@ async def napper(input: str, run: Run) -> str:
     return f"rested {input}"
 
 
+@define_agent
+async def long(input: int, run: Run) -> int:
+    total = 0
+    for i in range(input):
+
+        async def work(i: int = i) -> int:
+            await asyncio.sleep(0.3)
+            return i
+
+        total += await run.step("work", work)
+    return total
+
+
 app = FastAPI()
-app.mount("/api/ai", create_agent_unit({"napper": napper}, store=os.environ.get("RUNS_URL", "memory://")))
+store = os.environ.get("RUNS_URL", "memory://")
+app.mount("/api/ai", create_agent_unit({"napper": napper, "long": long}, store=store, budget="1s"))
 """
 
 
@@ -367,3 +382,27 @@ def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wake
     (read,) = cold_container(folder, log, http_event(f"/api/ai/runs/{run['id']}"), env=env)
     done = json.loads(read["body"])
     assert done["status"] == "completed" and done["output"] == "rested well"
+
+
+def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount_path(
+    tmp_path: Path, redis_url: str
+) -> None:
+    root = project(tmp_path / "project", 'server = "web.mounted:app"\n')
+    (root / "web" / "mounted.py").write_text(MOUNTED)
+    (root / "requirements.txt").write_text("fastapi\nredis\n")
+    built(root, "--preset", "aws-lambda")
+    with zipfile.ZipFile(root / ".output" / "aws-lambda" / "function.zip") as archive:
+        archive.extractall(tmp_path / "function")
+    function = Lambda(tmp_path / "function", {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log")})
+    function.url = FunctionUrl(function)  # each POST to the function's own URL is a new cold invocation
+    function.env["AGENT_UNIT_URL"] = function.url.url
+    try:
+        first = function.http("POST", "/api/ai/agents/long/runs", {"input": 10})["json"]
+        assert first["status"] in ("queued", "running")  # it yielded at its 1 s budget and handed itself on
+        deadline = time.monotonic() + 90
+        while (record := function.http("GET", f"/api/ai/runs/{first['id']}")["json"])["status"] != "completed":
+            assert time.monotonic() < deadline, record  # no sweep runs here: only continuations move it
+            time.sleep(0.5)
+        assert record["output"] == sum(range(10))
+    finally:
+        function.url.close()
