@@ -360,18 +360,24 @@ def test_dev_refuses_a_server_that_is_not_asgi_with_one_message(tmp_path: Path) 
     assert "server = 'web.main:note' is a function, not an ASGI app" in done.stderr
 
 
-def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wakes_them(
-    tmp_path: Path, redis_url: str
-) -> None:
-    root = project(tmp_path / "project", 'server = "web.mounted:app"\n')
+@pytest.fixture(scope="module")
+def mounted_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A FastAPI app that mounts agents at /api/ai, built for aws-lambda and unpacked into function/."""
+    root = project(tmp_path_factory.mktemp("app-mounted"), 'server = "web.mounted:app"\n')
     (root / "web" / "mounted.py").write_text(MOUNTED)
     (root / "requirements.txt").write_text("fastapi\nredis\n")  # the app's store is its own: its driver is listed
     built(root, "--preset", "aws-lambda")
-    template = (root / ".output" / "aws-lambda" / "template.yaml").read_text()
-    assert 'Input: \'{"agent_unit": "sweep"}\'' in template  # the app created an agent unit: it is swept
     with zipfile.ZipFile(root / ".output" / "aws-lambda" / "function.zip") as archive:
-        archive.extractall(tmp_path / "function")
-    folder, log, env = tmp_path / "function", tmp_path / "app.log", {"RUNS_URL": redis_url}
+        archive.extractall(root / "function")
+    return root
+
+
+def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wakes_them(
+    mounted_build: Path, tmp_path: Path, redis_url: str
+) -> None:
+    template = (mounted_build / ".output" / "aws-lambda" / "template.yaml").read_text()
+    assert 'Input: \'{"agent_unit": "sweep"}\'' in template  # the app created an agent unit: it is swept
+    folder, log, env = mounted_build / "function", tmp_path / "app.log", {"RUNS_URL": redis_url}
     (started,) = cold_container(
         folder, log, http_event("/api/ai/agents/napper/runs", "POST", {"input": "well"}), env=env
     )
@@ -385,15 +391,9 @@ def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wake
 
 
 def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount_path(
-    tmp_path: Path, redis_url: str
+    mounted_build: Path, tmp_path: Path, redis_url: str
 ) -> None:
-    root = project(tmp_path / "project", 'server = "web.mounted:app"\n')
-    (root / "web" / "mounted.py").write_text(MOUNTED)
-    (root / "requirements.txt").write_text("fastapi\nredis\n")
-    built(root, "--preset", "aws-lambda")
-    with zipfile.ZipFile(root / ".output" / "aws-lambda" / "function.zip") as archive:
-        archive.extractall(tmp_path / "function")
-    function = Lambda(tmp_path / "function", {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log")})
+    function = Lambda(mounted_build / "function", {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log")})
     function.url = FunctionUrl(function)  # each POST to the function's own URL is a new cold invocation
     function.env["AGENT_UNIT_URL"] = function.url.url
     try:
