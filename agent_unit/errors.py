@@ -24,6 +24,7 @@ __all__ = [
     "PayloadTooLarge",
     "RunConflict",
     "RunNotFound",
+    "ServerError",
     "StepResultError",
     "Unauthorized",
     "StoreConfigError",
@@ -190,3 +191,10 @@ class TaskError(AgentUnitError):
     imported. The message names the task, and for an import the user's own line that failed."""
 
     code, status = "task", 500
+
+
+class ServerError(AgentUnitError):
+    """``server = "module:app"`` cannot be served: the module does not import, or the value is not
+    an ASGI app. The message names the module, the attribute and the user's own line that failed."""
+
+    code, status = "server", 500

@@ -35,6 +35,7 @@ from .errors import TaskError
 __all__ = [
     "Task",
     "check_schedule",
+    "failed_at",
     "handler_error",
     "last_tick",
     "load_handler",
@@ -143,7 +144,7 @@ def load_handler(reference: str, *, task: str, root: str | Path | None = None) -
             raise TaskError(
                 f"{prefix}: no module named {name!r}: write the module's dotted path from the project folder"
             ) from None
-        raise TaskError(f"{prefix}: {module_name} failed to import: {_where(exc, project)}") from None
+        raise TaskError(f"{prefix}: {module_name} failed to import: {failed_at(exc, project)}") from None
     value: Any = module
     for part in attribute.split("."):
         if not hasattr(value, part):
@@ -188,7 +189,7 @@ def _user_frames(exc: BaseException) -> traceback.StackSummary:
     )
 
 
-def _where(exc: BaseException, project: Path) -> str:
+def failed_at(exc: BaseException, project: Path) -> str:
     """``Type: message (file, line N: code)`` at the innermost line of the project's own code
     (a library's line only when no line of the project's is in the traceback)."""
     text = f"{type(exc).__name__}: {exc}"

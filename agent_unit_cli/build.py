@@ -25,13 +25,15 @@ import agent_unit
 from agent_unit.adapters import ENTRY_POINT_GROUP, AdapterError
 from agent_unit.adapters.registry import load_adapter
 from agent_unit.discovery import agent_sources, load_registry
-from agent_unit.errors import DiscoveryError
+from agent_unit.errors import DiscoveryError, ServerError, TaskError
 from agent_unit.http.auth import load_authorize
+from agent_unit.tasks import tasks_from_config
 
 from . import pip
 from .config import Config
 from .imports import Import, Needs, distribution_name, needs, project_imports
 from .presets import PRESETS, BuildOptions, Finish, Preset
+from .servers import load_server
 from .starts import check_starts
 
 __all__ = ["BuildError", "BuildResult", "build"]
@@ -129,6 +131,8 @@ class BuildResult:
     run: str = ""
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    tasks: list[dict[str, str]] = field(default_factory=list)  # name, schedule, handler and what runs it
+    server: str | None = None  # the user's own app, "module:app", when the build serves it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,6 +144,8 @@ class BuildResult:
             "run": self.run,
             "notes": self.notes,
             "warnings": self.warnings,
+            "tasks": self.tasks,
+            "server": self.server,
         }
 
 
@@ -205,6 +211,7 @@ def _requirements(preset: Preset, config: Config, storage: str, project: list[st
         *[_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)],
         *_store_driver(storage),
         *_mcp(config, project),
+        *([_pinned("cronsim")] if config.tasks else []),  # the tasks' next and last ticks
         *[found[name] for name in sorted(found)],
     ):
         chosen.setdefault(distribution_name(requirement), requirement)
@@ -285,6 +292,44 @@ def _check_authorize(reference: str | None) -> None:
     )
 
 
+def _check_server(root: Path, reference: str) -> int:
+    """``server = "module:app"`` imports from the project and is an ASGI app; the number of agent
+    units it created (each the host sweeps). One error naming the module, attribute and line."""
+    from agent_unit.http import agent_units
+
+    try:
+        load_server(reference, root)
+    except ServerError as exc:
+        raise BuildError(exc.message) from None
+    return len(agent_units())
+
+
+def _check_tasks(root: Path, config: Config) -> None:
+    """Every task's handler imports from the project, here as where it runs: one error naming
+    the task, its module, the attribute and the user's line that failed."""
+    try:
+        for task in tasks_from_config(config.tasks, root=root).values():
+            task.load()
+    except TaskError as exc:
+        raise BuildError(exc.message) from None
+
+
+def _tasks_report(preset: Preset, config: Config) -> tuple[list[dict[str, str]], list[str]]:
+    """The tasks and what runs them on this host; a warning naming them when nothing does."""
+    runs = preset.runs_tasks or "nothing on this host: run them with `agent-unit task NAME`"
+    listed = [
+        {"name": name, "schedule": task.schedule, "handler": task.handler, "runs_on": runs}
+        for name, task in sorted(config.tasks.items())
+    ]
+    if not config.tasks or preset.runs_tasks:
+        return listed, []
+    names = ", ".join(sorted(config.tasks))
+    return listed, [
+        f"{preset.name} has no scheduler: the tasks {names} run only when triggered (agent-unit task NAME), "
+        "unless the backend runs them on their schedules (build it with --preset server, docker, aws-lambda or vercel)"
+    ]
+
+
 def build(
     root: Path,
     config: Config,
@@ -306,7 +351,7 @@ def build(
         raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
     storage = config.storage or "sqlite:///.agent-unit/agent-unit.db"
     scheme = storage_scheme(storage)
-    if chosen.serverless and scheme in ("sqlite", "memory"):
+    if chosen.serverless and scheme in ("sqlite", "memory") and not config.server:  # a server app owns its store
         raise BuildError(
             f"the {name} preset needs storage that every invocation shares, not {scheme}: "
             'set storage = "redis://...", "postgres://..." or "dynamodb://table?region=..." in agent-unit.toml'
@@ -340,15 +385,24 @@ def build(
         imports = [*project_imports(root, _sources(root)), *_configured_modules(config, source)]
         found = _needs(root, imports, _adapter_distributions())
 
-    progress("discovering agents")
-    try:
-        registry = agent_sources(root, adapters=config.adapters)
-    except DiscoveryError as exc:
-        raise BuildError(exc.message) from None
-    if not registry:
-        raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
-    _check_authorize(config.authorize)
+    registry: dict[str, tuple[str, str]] = {}
+    if config.server:  # the user's own app: agents/ is not scanned, nothing of agent-unit's is added
+        progress(f"importing {config.server}")
+        mounts = _check_server(root, config.server)
+        if not mounts:  # no agent unit to sweep: no sweep schedule or cron
+            config = config.model_copy(update={"sweep": False})
+    else:
+        progress("discovering agents")
+        try:
+            registry = agent_sources(root, adapters=config.adapters)
+        except DiscoveryError as exc:
+            raise BuildError(exc.message) from None
+        if not registry:
+            raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
+        _check_authorize(config.authorize)
     if chosen.python_app:
+        _check_tasks(root, config)
+    if chosen.python_app and not config.server:
         authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
         found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))
     warnings = [
@@ -356,6 +410,8 @@ def build(
         "vendor it: list its package in requirements.txt if the app needs it"
         for item in found.unmapped
     ]
+    tasks, unscheduled = _tasks_report(chosen, config)
+    warnings += unscheduled
 
     if output.exists():
         shutil.rmtree(output)  # only a folder a build wrote (checked above) or an empty one
@@ -396,6 +452,10 @@ def build(
         "app_path": chosen.app_path,
         "url": config.url,
         "ui": config.ui,
+        "tasks": {name: {"schedule": task.schedule, "handler": task.handler} for name, task in config.tasks.items()},
+        "server": None
+        if config.server is None
+        else dict(zip(("module", "attribute"), config.server.split(":"), strict=True)),
     }
     if chosen.context is not None:
         context |= chosen.context(config, options)
@@ -420,6 +480,8 @@ def build(
         except ValueError as exc:  # the preset refused something it found while finishing
             raise BuildError(str(exc)) from None
     notes = list(chosen.notes)
+    if config.server:
+        notes.insert(0, _server_note(chosen, config.server))
     if chosen.start is not None:
         progress("starting the built app in a clean Python")
         try:
@@ -435,12 +497,24 @@ def build(
         preset=name,
         output=output,
         agents=sorted(registry),
-        routes=routes(config.base_path, mcp=serves_mcp),
+        routes=[] if config.server else routes(config.base_path, mcp=serves_mcp),
         files=[*sorted(written), *([f"{prefix}app/", f"{prefix}vendor/"] if chosen.python_app else [])],
         run=chosen.run.format(output=_shown(output), name=config.name),
         notes=notes,
         warnings=warnings,
+        tasks=tasks,
+        server=config.server,
     )
+
+
+def _server_note(preset: Preset, server: str) -> str:
+    """What the build made of the user's own app on this host."""
+    if not preset.python_app:
+        return (
+            f"server = {server!r}: Netlify runs no Python, so this site's proxy fronts your app as the backend "
+            "at the origin: every request goes there"
+        )
+    return f"server = {server!r}: the build serves your own app; agent-unit adds no engine, routes or storage"
 
 
 def _shown(path: Path) -> str:

@@ -18,7 +18,22 @@ from agent_unit.errors import TaskError
 from agent_unit.http.origins import Origins
 from agent_unit.tasks import check_schedule
 
-__all__ = ["Config", "ConfigError", "Task", "load_config", "store_url"]
+__all__ = ["ENGINE_KEYS", "Config", "ConfigError", "Task", "load_config", "store_url"]
+
+
+ENGINE_KEYS = {
+    "storage": "the app opens its own store (create_agent_unit(store=...)); AGENT_UNIT_STORAGE names the tasks' store",
+    "budget": "pass budget= to the create_agent_unit() your app mounts",
+    "sweep": "the host sweeps every agent unit your app creates",
+    "retention": "pass retention= to the create_agent_unit() your app mounts",
+    "base_path": "your app decides its routes: mount agent-unit where you want it",
+    "authorize": "pass authorize= to the create_agent_unit() your app mounts",
+    "max_body_bytes": "pass max_body_bytes= to the create_agent_unit() your app mounts",
+    "adapters": "pass adapters= to the create_agent_unit() your app mounts",
+    "mcp": "your app's own dependencies decide what the build vendors",
+}
+"""The agent-unit engine's settings, which do not apply to a ``server`` app (agent-unit adds no
+engine of its own there), with why and what to do instead."""
 
 
 class ConfigError(Exception):
@@ -55,7 +70,7 @@ class Config(BaseModel):
     retention: str | None = None
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     adapters: list[str] = []
-    server: str | None = None
+    server: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")  # your own ASGI app
     url: str | None = Field(default=None, pattern=r"^https?://")  # the deployment's own URL (A2A card, continues)
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
@@ -118,11 +133,9 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
     values, source = _find(Path(root))
     values = {**values, **{key: value for key, value in overrides.items() if value is not None}}
     try:
-        return Config.model_validate(values), source
+        config = Config.model_validate(values)
     except ValidationError as exc:
-        where = source.name if source is not None else "the configuration"
-        if source is not None and source.name == "pyproject.toml":
-            where = "pyproject.toml [tool.agent-unit]"
+        where = _where(source)
         problems = []
         for error in exc.errors(include_url=False):
             key = ".".join(str(part) for part in error["loc"])
@@ -133,6 +146,22 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
                     message = f"{error['input']!r}: write 'module:function', e.g. 'app.tasks:send_digest'"
             problems.append(f"{key}: {message}")
         raise ConfigError(f"{where}: " + "; ".join(problems)) from None
+    beside = [key for key in ENGINE_KEYS if config.server and key in values]
+    if beside:
+        reasons = "; ".join(f"{key}: {ENGINE_KEYS[key]}" for key in beside)
+        raise ConfigError(
+            f"{_where(source)}: server = {config.server!r} serves your own app, so agent-unit adds no engine and "
+            f"these keys do not apply: {reasons}. Remove them"
+        )
+    return config, source
+
+
+def _where(source: Path | None) -> str:
+    if source is None:
+        return "the configuration"
+    if source.name == "pyproject.toml":
+        return "pyproject.toml [tool.agent-unit]"
+    return source.name
 
 
 def store_url(root: str | Path, config: Config) -> str:

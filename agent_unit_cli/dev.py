@@ -30,6 +30,7 @@ from agent_unit.http import AgentUnit
 from agent_unit.tasks import tasks_from_config
 
 from .config import ConfigError, load_config, store_url
+from .servers import load_server
 
 __all__ = ["ProjectFilter", "check", "check_port", "create_app", "log_config", "serve", "watch"]
 
@@ -38,9 +39,20 @@ IGNORED = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
 ``.vercel``, ``.venv``, ``.git``) and virtual environments of any name."""
 
 
-def create_app(root: Path, *, public_url: str | None = None) -> AgentUnit:
-    """The app ``dev`` serves; a mistake in the project raises ``ConfigError`` or an ``AgentUnitError``."""
+def create_app(root: Path, *, public_url: str | None = None) -> Any:
+    """The app ``dev`` serves; a mistake in the project raises ``ConfigError`` or an ``AgentUnitError``.
+
+    With ``server = "module:app"`` that is the user's own app, imported from the project, with
+    the in-process scheduler of its tasks (claimed in the project's store) and its
+    ``wait_until`` work, as the server preset runs it; ``agents/`` is not scanned.
+    """
     config, _ = load_config(root)
+    if config.server:
+        from agent_unit.hosts.server import serve as serve_app
+
+        app = load_server(config.server, root)
+        tasks = tasks_from_config(config.tasks, root=root.resolve())
+        return serve_app(app, tasks=tasks, store=store_url(root, config) if tasks else None)
     agents = discover_agents(root, adapters=config.adapters)
     try:
         return create_agent_unit(
@@ -62,8 +74,10 @@ def create_app(root: Path, *, public_url: str | None = None) -> AgentUnit:
         raise ConfigError(str(exc)) from None
 
 
-def check(app: AgentUnit) -> None:
-    """Reach the app's store once and close it: what the server's startup would do."""
+def check(app: Any) -> None:
+    """Reach the app's store once and close it: what the server's startup would do (an agent-unit app's)."""
+    if not isinstance(app, AgentUnit):
+        return  # the user's own app: importing it was the check
 
     async def reach() -> None:
         try:

@@ -6,6 +6,7 @@ import json
 import os
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -17,7 +18,7 @@ from agent_unit.discovery import discover_agents
 
 from . import runs, tasks
 from .build import build, routes
-from .config import load_config, store_url
+from .config import Config, load_config, store_url
 from .presets import PRESETS, BuildOptions
 from .report import fail, reported
 
@@ -104,6 +105,25 @@ def dev(
         served = serving.create_app(root, public_url=public_url)
         serving.check(served)  # the startup the server will do: a failure is one message here, and exit 1
         serving.check_port(host, port)
+    if config.server:
+        console.print(
+            f"[bold]agent-unit {__version__}[/bold] dev: your app {escape(config.server)} from {escape(str(root))}",
+            soft_wrap=True,
+        )
+        for name, task in sorted(config.tasks.items()):
+            console.print(f"  task {name} ({task.schedule} UTC, {task.handler})", markup=False, highlight=False)
+    else:
+        _dev_banner(served, config, source, root, host, port)
+    if check:
+        console.print("the app starts" + ("" if config.server else " and its store answers"), markup=False)
+    elif reload:
+        serving.watch(root, host, port, log_level.value, public_url)
+    else:
+        serving.serve(str(root), host, port, log_level.value, public_url)
+
+
+def _dev_banner(served: Any, config: Config, source: Path | None, root: Path, host: str, port: int) -> None:
+    """What ``dev`` serves of agents/: the agents, their routes, the store and the inbox."""
     agents = served.engine.agents
     console.print(
         f"[bold]agent-unit {__version__}[/bold] dev: {len(agents)} agent(s) from {escape(str(root))}/agents",
@@ -115,12 +135,6 @@ def dev(
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False, soft_wrap=True)
     console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", markup=False, highlight=False)
-    if check:
-        console.print("the app starts and its store answers", markup=False)
-    elif reload:
-        serving.watch(root, host, port, log_level.value, public_url)
-    else:
-        serving.serve(str(root), host, port, log_level.value, public_url)
 
 
 @app.command("build")
@@ -162,14 +176,19 @@ def build_command(
     if as_json:
         print(json.dumps(result.to_dict()))
         return
+    what = f"your app {result.server}" if result.server else f"{len(result.agents)} agent(s)"
     console.print(
-        f"[green]built[/green] {len(result.agents)} agent(s) with the {result.preset} preset into "
-        + escape(str(result.output))
+        f"[green]built[/green] {escape(what)} with the {result.preset} preset into " + escape(str(result.output))
     )
-    console.print(f"agents: {', '.join(result.agents)}", markup=False)
+    if not result.server:
+        console.print(f"agents: {', '.join(result.agents)}", markup=False)
     for route in result.routes:
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"wrote: {', '.join(result.files)}", markup=False)
+    for task in result.tasks:
+        console.print(
+            f"task {task['name']} ({task['schedule']} UTC, {task['handler']}): run by {task['runs_on']}", markup=False
+        )
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     for warning in result.warnings:

@@ -57,10 +57,15 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
 
 
 def lambda_handler(
-    create_app: Callable[[], Any], tasks: Mapping[str, Any] | None = None
+    create_app: Callable[[], Any], tasks: Mapping[str, Any] | None = None, *, lifespan: bool = False
 ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for the app ``create_app()`` makes (once per container), and for the
-    scheduled ``tasks`` (``{name: {"schedule", "handler"}}``) its EventBridge schedules name."""
+    scheduled ``tasks`` (``{name: {"schedule", "handler"}}``) its EventBridge schedules name.
+
+    ``lifespan=True`` (a user's own app) runs the app's lifespan startup once per container, at
+    its first invocation, and never its shutdown: Lambda freezes and then ends the container
+    without notice. (Mangum's own ``lifespan="auto"`` would start and stop it every invocation.)
+    """
     state: dict[str, Any] = {}
     registry = tasks_from_config(tasks or {})
 
@@ -70,19 +75,53 @@ def lambda_handler(
 
             state["app"] = app = create_app()
             state["mangum"] = Mangum(app, lifespan="off")
+            if lifespan:
+                state["lifespan"] = _start_lifespan(app)
         if isinstance(event, dict) and event.get("agent_unit") == TASK:
             done = _loop().run_until_complete(_task(registry, event, state["app"]))
             _loop().run_until_complete(drain(_time_left(context)))
             return done
         if isinstance(event, dict) and event.get("agent_unit") == SWEEP["agent_unit"]:
-            loop = _loop()
-            result = loop.run_until_complete(state["app"].engine.sweep(wait=True))
-            return {"woken": result.woken, "recovered": result.recovered, "deleted": result.deleted}
+            return _loop().run_until_complete(_sweep(state["app"]))
         response: dict[str, Any] = state["mangum"](event, context)
         _loop().run_until_complete(drain(_time_left(context)))  # the response waits for wait_until work
         return response
 
     return handler
+
+
+def _start_lifespan(app: Any) -> Any:
+    """The app's lifespan startup, run to completion on the invocations' loop; its task then
+    waits there for a shutdown that never comes (the container is ended without one)."""
+    from mangum.protocols.lifespan import LifespanCycle
+
+    _loop()  # the loop Mangum and the lifespan share
+    cycle = LifespanCycle(app, "auto")
+    cycle.__enter__()
+    return cycle
+
+
+def _engines(app: Any) -> list[Any]:
+    """The engines the host serves: the agent-unit app's own, or those of every agent unit a
+    user's own app created (``agent_units()``)."""
+    engine = getattr(app, "engine", None)
+    if engine is not None:
+        return [engine]
+    from ..http import agent_units
+
+    return [unit.engine for unit in agent_units()]
+
+
+async def _sweep(app: Any) -> dict[str, int]:
+    total = {"woken": 0, "recovered": 0, "deleted": 0}
+    for engine in _engines(app):
+        result = await engine.sweep(wait=True)
+        total = {
+            "woken": total["woken"] + result.woken,
+            "recovered": total["recovered"] + result.recovered,
+            "deleted": total["deleted"] + result.deleted,
+        }
+    return total
 
 
 async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -> dict[str, Any]:
@@ -97,9 +136,9 @@ async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -
         if isinstance(given, str)
         else last_tick(task.schedule, now)
     )
-    engine = getattr(app, "engine", None)
-    store = engine.store if engine is not None else None
-    return await run_host_tick(task, at, store, owner=getattr(engine, "owner", "aws-lambda"))
+    engines = _engines(app)  # the tick is claimed in the (first) agent unit's store, if there is one
+    store = engines[0].store if engines else None
+    return await run_host_tick(task, at, store, owner=engines[0].owner if engines else "aws-lambda")
 
 
 def _time_left(context: Any) -> float | None:

@@ -36,7 +36,7 @@ from .. import env
 from ..env import use_wait_until
 from ._continue import continue_at as _continue_at
 
-__all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets"]
+__all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve"]
 
 log = logging.getLogger("agent_unit.hosts.vercel")
 
@@ -97,7 +97,7 @@ class VercelApp:
         tasks: Mapping[str, Any] | None = None,
     ) -> None:
         self.app = app
-        self.engine = app.engine
+        self.engine = getattr(app, "engine", None)  # None: a user's own app (server = "module:app")
         prefix = "/" + base_path.strip("/")
         self.sweep_path = ("" if prefix == "/" else prefix) + "/__agent-unit/sweep"
         self.tasks_path = ("" if prefix == "/" else prefix) + "/__agent-unit/tasks/"
@@ -111,14 +111,18 @@ class VercelApp:
         if scope["type"] != "http":
             await self.app(scope, receive, send)  # lifespan: the store is checked once per instance
             return
-        if scope["path"] == self.sweep_path:
+        if scope["path"] == self.sweep_path and self.engine is not None:
             scope = self._from_cron(scope)
         request = object()
         reset = _request.set(request)
         later: list[asyncio.Future[Any]] = []
         try:
             with use_wait_until(lambda work: later.append(asyncio.ensure_future(work))):
-                serve = self._task if scope["path"].startswith(self.tasks_path) else self.app
+                serve = self.app
+                if scope["path"].startswith(self.tasks_path) or (
+                    scope["path"] == self.sweep_path and self.engine is None
+                ):
+                    serve = self._internal
                 await serve(scope, receive, send)
                 await self.settle(request)
             while waiting := [task for task in later if not task.done()]:  # work may start more work
@@ -135,8 +139,9 @@ class VercelApp:
         while running := [task for task in self._executing() if _started_in(task, request)]:
             await asyncio.wait(running)
 
-    async def _task(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A task's cron request: with one of the secrets, run the task's latest tick once."""
+    async def _internal(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A cron request: with one of the secrets, run a task's latest tick once, or (around a
+        user's own app) sweep every agent unit it created."""
         from starlette.responses import JSONResponse
 
         from ..scheduler import run_host_tick
@@ -150,18 +155,34 @@ class VercelApp:
         ):
             message = "send Authorization: Bearer $CRON_SECRET (or $AGENT_UNIT_SECRET)"
             response = JSONResponse({"error": {"code": "unauthorized", "message": message}}, status_code=401)
+        elif scope["path"] == self.sweep_path:
+            total = {"woken": 0, "recovered": 0, "deleted": 0}
+            for engine in self._engines():
+                result = await engine.sweep(wait=True)
+                total = {key: total[key] + getattr(result, key) for key in total}
+            response = JSONResponse(total)
         elif (task := self.tasks.get(scope["path"].removeprefix(self.tasks_path))) is None:
             message = f"no task named {scope['path'].removeprefix(self.tasks_path)!r} in this deployment"
             response = JSONResponse({"error": {"code": "task_not_found", "message": message}}, status_code=404)
         else:
             at = last_tick(task.schedule, datetime.now(UTC))  # Vercel calls at the tick, or a little after
-            done = await run_host_tick(task, at, self.engine.store, owner=self.engine.owner)
+            engines = self._engines()  # claimed in the (first) agent unit's store, if there is one
+            store, owner = (engines[0].store, engines[0].owner) if engines else (None, "vercel")
+            done = await run_host_tick(task, at, store, owner=owner)
             response = JSONResponse(done)
         await response(scope, receive, send)
 
+    def _engines(self) -> list[Any]:
+        """The agent-unit app's engine, or those of every agent unit a user's own app created."""
+        if self.engine is not None:
+            return [self.engine]
+        from ..http import agent_units
+
+        return [unit.engine for unit in agent_units()]
+
     def _executing(self) -> list[asyncio.Task[None]]:
-        """The engine's executions in this process (the engine has no public list of them yet)."""
-        return [task for task, _ in self.engine._executions.values() if not task.done()]
+        """The engines' executions in this process (the engine has no public list of them yet)."""
+        return [task for engine in self._engines() for task, _ in engine._executions.values() if not task.done()]
 
     def _from_cron(self, scope: Scope) -> Scope:
         """Vercel's cron sends ``GET`` with its own secret; the sweep route takes a POST with ours."""
@@ -218,3 +239,11 @@ def create_app(
         **options,
     )
     return VercelApp(unit, base_path=base_path, secret=secret, cron_secret=cron_secret, tasks=tasks)
+
+
+def serve(app: Any, *, tasks: Mapping[str, Any] | None = None) -> VercelApp:
+    """A user's own ASGI app (``server = "module:app"``) for a Vercel function: its ``wait_until``
+    work is part of each invocation, ``tasks`` run when their cron entries call them, and the
+    sweep's cron reaches every agent unit the app created."""
+    secret, cron_secret = secrets()
+    return VercelApp(app, secret=secret, cron_secret=cron_secret, tasks=tasks)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import itertools
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -37,7 +39,7 @@ from .origins import Origins
 from .responses import JSONResponse
 from .sse import SSEResponse, event_stream
 
-__all__ = ["AgentUnit", "create_agent_unit"]
+__all__ = ["AgentUnit", "agent_units", "create_agent_unit", "host_defaults"]
 
 log = logging.getLogger("agent_unit.http")
 
@@ -55,6 +57,48 @@ class AgentUnit(Starlette):
 
     engine: RunEngine
     scheduler: Scheduler | None
+    created: int  # this process's count of units when it was made: agent_units() lists them in order
+    mount_path: str = ""  # where an outer app mounts it (its first request's root_path): continuations go there
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.mount_path = scope.get("root_path", "")
+        await super().__call__(scope, receive, send)
+
+
+_host: dict[str, Any] = {}
+
+
+def host_defaults(
+    *,
+    buffered: bool | None = None,
+    background_sweep: bool | None = None,
+    continue_to: Callable[[str], Any] | None = None,
+) -> None:
+    """What a host sets before a user's own app (``server = "module:app"``) creates its agent units.
+
+    Each unit the app then creates without saying otherwise gets them: ``buffered`` (Lambda's
+    runtime sends whole responses), ``background_sweep`` (off where the host's schedule
+    sweeps) and ``continue_to(mount_path)``, the engine's ``on_continue`` for a unit mounted
+    at ``mount_path`` (read from its requests), so a run that yields continues under the
+    unit's own mount at the deployment's own URL.
+    """
+    for key, value in (("buffered", buffered), ("background_sweep", background_sweep), ("continue_to", continue_to)):
+        if value is not None:
+            _host[key] = value
+
+
+_count = itertools.count()
+_created: weakref.WeakSet[AgentUnit] = weakref.WeakSet()
+
+
+def agent_units() -> list[AgentUnit]:
+    """Every agent unit this process created and still holds, oldest first.
+
+    A host that runs a user's own app (``server = "module:app"``) reaches the units the app
+    mounted through this: its schedule sweeps each, and tasks claim their ticks in the first's store.
+    """
+    return sorted(_created, key=lambda unit: unit.created)
 
 
 def create_agent_unit(
@@ -75,7 +119,7 @@ def create_agent_unit(
     a2a_default_agent: str | None = None,
     mcp: bool = True,
     ui: bool = False,
-    buffered: bool = False,
+    buffered: bool | None = None,
     tasks: Mapping[str, Any] | None = None,
     **engine_options: Any,
 ) -> AgentUnit:
@@ -99,6 +143,19 @@ def create_agent_unit(
     """
     public_url = public_url if public_url is not None else env.get("AGENT_UNIT_URL")
     origins = Origins(public_url, allowed_origins)  # a wrong entry fails here, not at a request
+    buffered = _host.get("buffered", False) if buffered is None else buffered
+    holder: list[AgentUnit] = []  # the app, made below: a host's continuation reads its mount path
+    if engine is None and "background_sweep" in _host:
+        engine_options.setdefault("background_sweep", _host["background_sweep"])
+    if engine is None and "continue_to" in _host and "on_continue" not in engine_options:
+        continue_to = _host["continue_to"]
+
+        async def on_continue(run_id: str) -> None:
+            handed = continue_to(holder[0].mount_path if holder else "")
+            if handed is not None:
+                await handed(run_id)
+
+        engine_options["on_continue"] = on_continue
     if engine is None:
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
     elif agents is not None or store is not None or engine_options:
@@ -174,6 +231,9 @@ def create_agent_unit(
     )
     app.engine = engine
     app.scheduler = scheduler
+    app.created = next(_count)
+    _created.add(app)
+    holder.append(app)
     return app
 
 

@@ -75,6 +75,7 @@ class Preset:
     finish: Callable[[Finish], list[str]] | None = None  # the preset's own last steps; the files it wrote
     requirements: tuple[str, ...] = ()  # what the host's entry needs besides the runtime (pinned at build)
     start: Callable[[BuildOptions], Start] | None = None  # how the host loads the output (None: no Python app)
+    runs_tasks: str = ""  # what runs ``[tasks]`` on this host, for the build's report; empty: nothing does
 
 
 def _load() -> dict[str, Preset]:

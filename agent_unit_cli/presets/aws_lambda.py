@@ -9,6 +9,7 @@ the sweep. Storage must be shared by every invocation: Redis, PostgreSQL or Dyna
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..pip import linux_wheels as wheels
+from ..schedules import aws_eventbridge
 from . import BuildOptions, Finish, Preset, Start
 
 RUNTIMES = ("3.11", "3.12", "3.13")
@@ -71,6 +73,19 @@ def schedule(cron: str | bool) -> str | None:
     return f"cron({minute} {hour} {day} {month} {weekday} *)"
 
 
+def task_schedules(tasks: dict[str, Any]) -> list[dict[str, str]]:
+    """One EventBridge Scheduler schedule per task: its event's name (letters and digits, unique),
+    its expression and its input, which names the task and the tick's scheduled time."""
+    schedules = []
+    for number, (name, task) in enumerate(sorted(tasks.items()), start=1):
+        words = "".join(part.title() for part in re.split(r"[^A-Za-z0-9]+", name))[:40]
+        event = {"agent_unit": "task", "task": name, "scheduled_at": "<aws.scheduler.scheduled-time>"}
+        schedules.append(
+            {"id": f"Task{number}{words}", "expression": aws_eventbridge(task.schedule), "input": json.dumps(event)}
+        )
+    return schedules
+
+
 def context(config: Any, options: BuildOptions) -> dict[str, Any]:
     storage = config.storage or ""
     table = None
@@ -87,6 +102,7 @@ def context(config: Any, options: BuildOptions) -> dict[str, Any]:
         "lambda_arch": _arch(options),
         "budget": config.budget or DEFAULT_BUDGET,
         "sweep_schedule": schedule(config.sweep),
+        "task_schedules": task_schedules(config.tasks),
         "dynamodb_table": table,
         "lambda_storage": storage,
     }
@@ -145,6 +161,7 @@ preset = Preset(
     finish=finish,
     requirements=("mangum", "httpx"),
     start=start,
+    runs_tasks="one EventBridge Scheduler schedule each, in template.yaml",
     notes=(
         "The Function URL is public (AuthType NONE): `authorize` in agent-unit.toml is what guards the agents' "
         "routes, so set it before you deploy.",

@@ -128,10 +128,12 @@ def _check(config: Any, options: BuildOptions) -> None:
 
 def _context(config: Any, options: BuildOptions) -> dict[str, Any]:
     origin = origin_of(config, options)
+    # server = "module:app": the backend is the user's own app, whose routes only it knows: every path goes there
+    proxied = [Rule("/*", origin + "/:splat")] if config.server else rules(origin, config.base_path)
     return {
         "netlify": {
             "origin": origin,
-            "redirects": rules(origin, config.base_path),
+            "redirects": proxied,
             "manifest": config.base_path.rstrip("/") + "/agents",
             "timeout": PROXY_TIMEOUT_SECONDS,
             "public_redirects": False,  # finish renders netlify.toml again when public/_redirects exists

@@ -19,4 +19,5 @@ preset = Preset(
     templates=("server",),
     run="python {output}/main.py",
     start=start,
+    runs_tasks="the server's in-process scheduler (each tick claimed once in the store)",
 )

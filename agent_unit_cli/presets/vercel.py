@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import subprocess
 from typing import Any
+from urllib.parse import quote
 
 from ..pip import PipError, install
 from ..pip import linux_wheels as wheels
+from ..schedules import vercel as vercel_schedule
 from . import BuildOptions, Finish, Preset, Start
 
 FUNCTION = "agent-unit"
@@ -68,6 +70,7 @@ def context(config: Any, options: BuildOptions) -> dict[str, Any]:
         "python_version": _python(options),
         "budget": config.budget or DEFAULT_BUDGET,
         "sweep": config.sweep,
+        "task_entries": config.tasks,
         "function": FUNCTION,
         "entry": ENTRY,
     }
@@ -85,12 +88,15 @@ def routes() -> list[dict[str, Any]]:
     ]
 
 
-def crons(sweep: str | bool, base_path: str) -> list[dict[str, str]]:
-    """Vercel's cron for the sweep: it GETs the path with ``Authorization: Bearer $CRON_SECRET``."""
-    if sweep is False:
-        return []
+def crons(sweep: str | bool, base_path: str, tasks: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    """Vercel's crons: the sweep, and one per task at its route. Vercel GETs each path with
+    ``Authorization: Bearer $CRON_SECRET``."""
     prefix = "/" + base_path.strip("/")
-    return [{"path": ("" if prefix == "/" else prefix) + "/__agent-unit/sweep", "schedule": str(sweep)}]
+    prefix = "" if prefix == "/" else prefix
+    jobs = [] if sweep is False else [{"path": prefix + "/__agent-unit/sweep", "schedule": str(sweep)}]
+    for name, task in sorted((tasks or {}).items()):
+        jobs.append({"path": f"{prefix}/__agent-unit/tasks/{quote(name)}", "schedule": vercel_schedule(task.schedule)})
+    return jobs
 
 
 def function_config(python: str) -> dict[str, Any]:
@@ -146,7 +152,7 @@ def finish(step: Finish) -> list[str]:
     function = step.output / "functions" / f"{FUNCTION}.func" / ".vc-config.json"
     function.write_text(json.dumps(function_config(config["python_version"]), indent=2) + "\n")
     output: dict[str, Any] = {"version": 3, "routes": routes()}
-    if jobs := crons(config["sweep"], config["base_path"]):
+    if jobs := crons(config["sweep"], config["base_path"], config["task_entries"]):
         output["crons"] = jobs
     (step.output / "config.json").write_text(json.dumps(output, indent=2) + "\n")
     return ["config.json", str(function.relative_to(step.output))]
@@ -168,6 +174,7 @@ preset = Preset(
     finish=finish,
     requirements=("httpx",),
     start=start,
+    runs_tasks="one Vercel cron each, in config.json (authenticated with CRON_SECRET)",
     notes=(
         "Set AGENT_UNIT_SECRET (or CRON_SECRET, which Vercel's cron sends) in the project's environment "
         "variables: the sweep and long runs' continuations need it.",
