@@ -365,10 +365,10 @@ def build(
     output = (out or root / chosen.output).resolve()
     if root == output or output in root.parents:
         raise BuildError(f"--out {output} would overwrite the project: choose a new folder, like .output/")
-    for source in _sources(root):
-        if output == source or source in output.parents:
+    for path in _sources(root):
+        if output == path or path in output.parents:
             raise BuildError(
-                f"--out {output} is inside the project's source ({source.name}): choose .output/ or a new folder"
+                f"--out {output} is inside the project's source ({path.name}): choose .output/ or a new folder"
             )
     ours = output == root / ".output" or (root / ".output") in output.parents or (output / MARKER).exists()
     if output.exists() and any(output.iterdir()) and not ours:
