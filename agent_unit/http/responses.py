@@ -1,9 +1,9 @@
 """``JSONResponse`` that always encodes: every JSON body of the HTTP API goes through it.
 
-A store that keeps Python strings (``memory://``) can hand back a value holding a lone
-surrogate, which UTF-8 cannot encode; Starlette's response would raise while rendering, a
-500 for a value that is the run's own. Here the surrogate is written as its JSON escape
-(``\\ud800``), the same way :func:`.sse.utf8` writes it in event streams.
+Values are checked where they are made (``agent_unit.jsontext``) and every store refuses a
+lone surrogate, so none should reach a response. This is the last line behind that rule: if
+one did, Starlette's response would raise while rendering (a 500); here it is written as its
+JSON escape (``\\ud800``), as :func:`.sse.utf8` writes it in event streams.
 """
 
 from __future__ import annotations

@@ -34,8 +34,9 @@ PARKED = frozenset({RunStatus.interrupted, RunStatus.sleeping}) | FINISHED
 
 
 def utf8(text: str) -> bytes:
-    """``text`` (an event's JSON) as UTF-8. A lone surrogate, which a store that keeps Python
-    strings can hold, is written as its JSON escape (``\\ud800``): never a stream cut mid-way."""
+    """``text`` (an event's JSON) as UTF-8. Stored events hold no lone surrogate (``events.dumps``
+    and the stores refuse one); if one arrived anyway it is written as its JSON escape
+    (``\\ud800``), never a stream cut mid-way."""
     return text.encode(errors="backslashreplace")
 
 
