@@ -372,6 +372,27 @@ async def test_no_state_changing_route_takes_a_body_another_site_could_send(cont
     await app.engine.aclose()
 
 
+async def test_no_state_changing_route_takes_a_bodyless_request_from_another_site() -> None:
+    # A page can POST with no body and no content type, without a preflight: only Origin tells.
+    app = create_agent_unit({"refund": AGENTS["refund"]}, store="memory://", public_url="http://unit")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        parked = (await start_parked(http))["id"]
+        finished = (await start_parked(http))["id"]
+        await http.post(f"/runs/{finished}/resume?wait=1", json={"answer": {"approved": False}})
+        before = await _runs(http)
+        for method, path, _ in _state_changing_requests(parked, finished):
+            response = await http.request(method, path, headers={"origin": FOREIGN, "sec-fetch-site": "cross-site"})
+            assert response.status_code == 403, (path, response.status_code, response.text)
+            assert response.json()["error"]["code"] == "forbidden_origin", path
+            assert await _runs(http) == before, path
+        # the deployment's own pages (the inbox) are served from the host the request is sent to
+        own = await http.post(
+            f"/runs/{parked}/cancel", headers={"origin": "https://unit", "sec-fetch-site": "same-origin"}
+        )
+        assert own.status_code == 200 and own.json()["status"] == "cancelled"
+    await app.engine.aclose()
+
+
 def _deny_all(request: Request, action: str, run: dict[str, Any]) -> bool:
     return False
 

@@ -28,14 +28,22 @@ from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
 from ..env import drain
-from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, RunNotFound, StoreUnavailable
+from ..errors import (
+    AgentNotFound,
+    AgentUnitError,
+    BadRequest,
+    ForbiddenOrigin,
+    InvalidArgument,
+    RunNotFound,
+    StoreUnavailable,
+)
 from ..ids import is_id
 from ..records import RunRecord
 from ..scheduler import Scheduler
 from .auth import Authorize, authorize, check_secret, load_authorize, production
 from .bodies import read_json, refuse_non_json
 from .inbox import page
-from .origins import Origins
+from .origins import Origins, same_host
 from .responses import JSONResponse
 from .sse import SSEResponse, event_stream
 
@@ -331,8 +339,28 @@ class _Api:
         parse, an agent or a run that does not exist), so a caller who may not act learns nothing.
         """
         self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
+        self.refuse_foreign_pages(request)
         await authorize(self.authorize, request, action, run)
         request.state.agent_unit_authorized = True
+
+    def refuse_foreign_pages(self, request: Request) -> None:
+        """403 for a request that changes state from a page of a foreign site.
+
+        A page can send a POST with no body, or with a body a CORS preflight does not check,
+        to any site; the browser adds the user's cookies. Such a request names its page in
+        ``Origin``: it may go on when that page is this deployment's own (the same host, or
+        the public URL), on loopback, or listed in ``allowed_origins``. Reads, and clients that
+        are not browsers (no ``Origin``), are not concerned.
+        """
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return
+        origin = request.headers.get("origin")
+        if self.origins.allows(origin) or same_host(origin or "", request.headers.get("host")):
+            return
+        raise ForbiddenOrigin(
+            f"Origin {(origin or '')[:100]!r} may not change anything here: a page must be served from this "
+            "deployment, from loopback, or from an origin listed in allowed_origins"
+        )
 
     def authorized(self, request: Request) -> bool:
         """Whether :meth:`guard` has let this request through already."""
@@ -491,6 +519,7 @@ class _Api:
     # -- internal routes -------------------------------------------------------------------
 
     async def continue_run(self, request: Request) -> Response:
+        self.refuse_foreign_pages(request)
         check_secret(request, self.secret, required=self.require_secret)
         body = await read_json(request, self.max_body_bytes)
         run_id = body.get("run_id")
@@ -500,6 +529,7 @@ class _Api:
         return JSONResponse(record.public())
 
     async def sweep(self, request: Request) -> Response:
+        self.refuse_foreign_pages(request)
         check_secret(request, self.secret, required=self.require_secret)
         refuse_non_json(request)
         result = await self.engine.sweep(wait=True)

@@ -14,7 +14,7 @@ import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-__all__ = ["Origins", "origin_of"]
+__all__ = ["Origins", "origin_of", "same_host"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -34,6 +34,18 @@ def origin_of(url: str) -> str | None:
     if port is None or port == _DEFAULT_PORTS[scheme]:
         return f"{scheme}://{host}"
     return f"{scheme}://{host}:{port}"
+
+
+def same_host(origin: str, host: str | None) -> bool:
+    """Whether the page that sent ``origin`` was served by the host the request was sent to
+    (``Host``): the deployment's own pages, such as the inbox, wherever it is reached. Only the
+    host and port are compared: a proxy in front may end TLS, so the scheme can differ."""
+    if not host:
+        return False
+    normal = origin_of(origin)
+    if normal is None or not _bare(origin):
+        return False
+    return urlsplit(normal).netloc == host.strip().lower()
 
 
 def _bare(text: str) -> bool:
