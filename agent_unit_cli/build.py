@@ -482,6 +482,8 @@ def build(
     notes = list(chosen.notes)
     if config.server:
         notes.insert(0, _server_note(chosen, config.server))
+    else:
+        notes[:0] = chosen.agent_notes
     if chosen.start is not None:
         progress("starting the built app in a clean Python")
         try:

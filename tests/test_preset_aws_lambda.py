@@ -189,6 +189,7 @@ def test_a_dynamodb_build_declares_its_table_and_passes_cfn_lint(tmp_path: Path)
     template = (result.output / "template.yaml").read_text()
     assert lint(template) == []
     assert 'TableName: "agent-runs"' in template and "IndexName: due" in template
+    assert any("`authorize`" in note for note in result.notes)  # the Function URL is public: say what guards it
     assert 'AGENT_UNIT_STORAGE: !Sub "dynamodb://${RunsTable}?region=${AWS::Region}"' in template
 
 

@@ -258,9 +258,10 @@ def test_a_lambda_schedule_event_runs_the_apps_task(lambda_build: tuple[Path, di
 def test_the_lambda_template_of_your_own_app_has_the_tasks_schedule_and_no_sweep(
     lambda_build: tuple[Path, dict[str, Any]],
 ) -> None:
-    root, _ = lambda_build
+    root, result = lambda_build
     template = (root / ".output" / "aws-lambda" / "template.yaml").read_text()
     assert lint(template) == []
+    assert not any("authorize" in note for note in result["notes"])  # no agent routes of ours to guard
     assert template.count("Type: ScheduleV2") == 1  # the task's; the app mounts no agent unit to sweep
     assert "AGENT_UNIT_STORAGE" not in template
 

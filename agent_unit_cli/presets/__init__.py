@@ -67,6 +67,7 @@ class Preset:
     run: str  # how to run or deploy the output (shown after a build)
     serverless: bool = False  # refuses storage that does not outlive an invocation
     notes: tuple[str, ...] = field(default_factory=tuple)
+    agent_notes: tuple[str, ...] = field(default_factory=tuple)  # only for a build of agents/ (no ``server``)
     python_app: bool = True  # False: the host runs no Python (nothing copied or vendored)
     app_path: str = ""  # where the app, its vendored dependencies and the templates go, under the output
     pip_platform: Callable[[BuildOptions], list[str]] | None = None  # pip's --platform... for the host

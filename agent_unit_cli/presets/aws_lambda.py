@@ -162,9 +162,11 @@ preset = Preset(
     requirements=("mangum", "httpx"),
     start=start,
     runs_tasks="one EventBridge Scheduler schedule each, in template.yaml",
-    notes=(
+    agent_notes=(
         "The Function URL is public (AuthType NONE): `authorize` in agent-unit.toml is what guards the agents' "
         "routes, so set it before you deploy.",
+    ),
+    notes=(
         "Lambda's Python runtime cannot stream: a start or resume answers when the run parks, ends or yields, "
         "with its events so far; read the rest from /runs/{id}/events.",
         "Set AgentUnitUrl to the FunctionUrl output after the first deploy, so long runs continue at once "
