@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from agent_unit.stores import Store, open_store
+from agent_unit.stores.d1 import D1Store
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 
+from .cloudflare.d1_sim import D1Database
 from .servers import DynamoDBEmulator, PostgresServer, RedisServer
 
 StoreFactory = Callable[[], Store]
@@ -19,7 +21,8 @@ StoreFactory = Callable[[], Store]
 # backing store each call (two handles on SQLite are two connections, as two processes have).
 # Redis and PostgreSQL are real servers, one per test session, on loopback ports.
 # DynamoDB runs on moto's server mode: an emulator, not AWS (no AWS account is reachable here).
-STORES = ["memory", "sqlite", "redis", "postgres", "dynamodb-emulator"]
+# D1 runs on its simulation (tests/cloudflare/d1_sim.py): real SQLite with D1's batch semantics.
+STORES = ["memory", "sqlite", "redis", "postgres", "dynamodb-emulator", "d1-simulation"]
 
 _prefixes = itertools.count()
 
@@ -90,6 +93,8 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactor
         url = request.getfixturevalue(f"{request.param.removesuffix('-emulator')}_url")
         return lambda: open_store(url)
     path = tmp_path / "agent-unit.db"
+    if request.param == "d1-simulation":  # each handle a Worker of its own on one database
+        return lambda: D1Store(D1Database(path))
     return lambda: SQLiteStore(path)
 
 
