@@ -1,0 +1,379 @@
+"""``--preset cloudflare``: what the build writes, checked by wrangler itself and by its schema.
+
+Python Workers cannot run here (workerd downloads Pyodide when it starts), so what runs is:
+
+- ``wrangler deploy --dry-run`` (wrangler 4.86.0, the last release that runs on Node 20) on every
+  generated ``wrangler.jsonc``, the user's resources merged in: it reads the file, warns on what
+  it does not know, bundles the entry and lists the bindings, all offline;
+- wrangler's ``config-schema.json`` (from the 4.164.0 package) validating the same files;
+- the built entry compiled by a bare Python (``-I -S``).
+
+The npm packages are installed once into the user's cache folder (``$XDG_CACHE_HOME`` or
+``~/.cache``), keyed by version. Without node and npm the tests skip here and fail in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agent_unit_cli.build import BuildError, build
+from agent_unit_cli.config import Config
+from agent_unit_cli.presets import cloudflare
+
+ROOT = Path(__file__).resolve().parents[2]
+WRANGLER = "4.86.0"  # runs on Node 20; 4.164 needs Node 22.12
+SCHEMA_FROM = "4.164.0"  # the wrangler package whose config-schema.json the files are validated against
+
+OWN_OBJECT = """
+from workers import DurableObject, Response
+
+
+class Counter(DurableObject):
+    async def fetch(self, request):
+        return Response("1")
+"""
+
+OWN_APP = """
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+async def hello(request):
+    return JSONResponse({"hello": "world"})
+
+
+app = Starlette(routes=[Route("/", hello)])
+"""
+
+THEIR_RESOURCES: dict[str, Any] = {
+    "compatibility_flags": ["nodejs_compat"],
+    "kv_namespaces": [{"binding": "CACHE", "id": "0123456789abcdef0123456789abcdef"}],
+    "r2_buckets": [{"binding": "FILES", "bucket_name": "files"}],
+    "d1_databases": [
+        {"binding": "APP_DB", "database_name": "app", "database_id": "c0ffee00-0000-4000-8000-000000000001"}
+    ],
+    "durable_objects": {"bindings": [{"name": "COUNTER", "class_name": "Counter"}]},
+    "migrations": [{"tag": "v1", "new_sqlite_classes": ["Counter"]}],
+    "vars": {"GREETING": "hello"},
+}
+
+D1 = {
+    "d1_databases": [{"binding": "DB", "database_name": "runs", "database_id": "c0ffee00-0000-4000-8000-000000000002"}]
+}
+
+
+def unavailable(what: str) -> None:
+    """Skip here, fail in CI: the check against wrangler is never silently left out there."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is missing in CI")
+    pytest.skip(f"{what} is missing")
+
+
+def _cached(name: str, install: Callable[[Path], None]) -> Path:
+    """A folder in the user's cache made once by ``install(folder)``, reused by later sessions."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agent-unit-tests"
+    final = cache / name
+    if (final / ".complete").exists():
+        return final
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
+    install(staging)
+    (staging / ".complete").write_text("")
+    try:
+        staging.rename(final)
+    except OSError:  # another session got there first (or a stale copy is in the way)
+        if (final / ".complete").exists():
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
+            shutil.rmtree(final, ignore_errors=True)
+            staging.rename(final)
+    return final
+
+
+def _npm() -> str:
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        unavailable("node and npm (to install wrangler)")
+    assert npm is not None
+    return npm
+
+
+@pytest.fixture(scope="session")
+def wrangler() -> Path:
+    npm = _npm()
+
+    def install(folder: Path) -> None:
+        command = [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", f"wrangler@{WRANGLER}"]
+        subprocess.run(command, check=True, capture_output=True, timeout=600)
+
+    return _cached(f"wrangler-{WRANGLER}", install) / "node_modules" / ".bin" / "wrangler"
+
+
+@pytest.fixture(scope="session")
+def wrangler_schema() -> dict[str, Any]:
+    npm = _npm()
+
+    def install(folder: Path) -> None:
+        subprocess.run(
+            [npm, "pack", f"wrangler@{SCHEMA_FROM}"], cwd=folder, check=True, capture_output=True, timeout=600
+        )
+        with tarfile.open(next(folder.glob("wrangler-*.tgz"))) as archive:
+            member = archive.extractfile("package/config-schema.json")
+            assert member is not None
+            (folder / "config-schema.json").write_bytes(member.read())
+
+    schema: dict[str, Any] = json.loads(
+        (_cached(f"wrangler-schema-{SCHEMA_FROM}", install) / "config-schema.json").read_text()
+    )
+    return schema
+
+
+def project(tmp_path: Path, config: str, files: dict[str, str] | None = None) -> Path:
+    """The refund example with ``config`` as its agent-unit.toml (and more ``files``)."""
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "refund", root, ignore=shutil.ignore_patterns(".output", ".agent-unit"))
+    (root / "agent-unit.toml").write_text(config)
+    for name, text in (files or {}).items():
+        (root / name).write_text(text)
+    return root
+
+
+def build_cli(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agent_unit_cli", "build", "--preset", "cloudflare"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def read_jsonc(path: Path) -> dict[str, Any]:
+    """The generated wrangler.jsonc: JSON after its header of ``//`` comment lines."""
+    lines = path.read_text().splitlines()
+    found: dict[str, Any] = json.loads("\n".join(line for line in lines if not line.startswith("//")))
+    return found
+
+
+def dry_run(wrangler: Path, output: Path, tmp_path: Path) -> str:
+    """``wrangler deploy --dry-run`` in the output; its whole output, after checking it warned of nothing."""
+    done = subprocess.run(
+        [str(wrangler), "deploy", "--dry-run", "--outdir", str(tmp_path / "dist")],
+        cwd=output,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "WRANGLER_SEND_METRICS": "false", "NO_COLOR": "1", "CI": "true"},
+        timeout=300,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "WARNING" not in said and "▲" not in said, said
+    return said
+
+
+def validate(schema: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [error.message for error in validator.iter_errors(config)]
+
+
+CONFIGS = {
+    "durable objects, a task and the user's own resources": (
+        'name = "refund"\nsweep = "*/5 * * * *"\n[tasks.digest]\nschedule = "0 8 * * 1-5"\n'
+        'handler = "jobs:digest"\n[cloudflare]\nexports = "durable"\n',
+        THEIR_RESOURCES,
+        {"durable.py": OWN_OBJECT, "jobs.py": "async def digest():\n    return None\n"},
+    ),
+    "the default runtime on D1": (
+        'name = "refund"\nstorage = "d1://DB"\n[cloudflare]\nruntime = "default"\n',
+        D1,
+        {},
+    ),
+    "the user's own server": ('name = "refund"\nserver = "web:app"\n', {}, {"web.py": OWN_APP}),
+}
+
+
+def _toml(config: str, wrangler: dict[str, Any]) -> str:
+    """``config`` with ``wrangler`` as its ``[cloudflare.wrangler]`` (JSON is a TOML inline value here)."""
+    if not wrangler:
+        return config
+    lines = [f"{key} = {json.dumps(value)}" for key, value in wrangler.items()]
+    return config + "[cloudflare.wrangler]\n" + "\n".join(lines).replace('": ', '" = ') + "\n"
+
+
+@pytest.mark.parametrize("case", list(CONFIGS))
+def test_every_generated_wrangler_config_passes_wranglers_dry_run_without_a_warning_and_its_schema(
+    case: str, tmp_path: Path, wrangler: Path, wrangler_schema: dict[str, Any]
+) -> None:
+    config, theirs, files = CONFIGS[case]
+    root = project(tmp_path, _toml(config, theirs), files)
+    built = build_cli(root)
+    assert built.returncode == 0, built.stderr + built.stdout
+    output = root / ".output" / "cloudflare"
+    generated = read_jsonc(output / "wrangler.jsonc")
+    assert validate(wrangler_schema, generated) == []
+    said = dry_run(wrangler, output, tmp_path)
+    for binding in [
+        item["binding"] for key in ("kv_namespaces", "r2_buckets", "d1_databases") for item in theirs.get(key, [])
+    ]:
+        assert f"env.{binding} " in said  # the user's resources, merged in
+    if "durable objects" in case:
+        assert "env.AGENT_UNIT_RUNS (AgentUnitRun)" in said and "env.AGENT_UNIT_INDEX (AgentUnitIndex)" in said
+        assert "env.COUNTER (Counter)" in said
+        assert [item["tag"] for item in generated["migrations"]] == ["v1", cloudflare.MIGRATION_TAG]
+        assert generated["triggers"]["crons"] == ["*/5 * * * *", "0 8 * * MON-FRI"]
+    else:
+        assert "AGENT_UNIT_RUNS" not in said and "migrations" not in generated
+
+
+def test_the_schema_check_refuses_what_wrangler_does_not_know(wrangler_schema: dict[str, Any]) -> None:
+    config = cloudflare.wrangler_config(Config())
+    assert validate(wrangler_schema, config) == []
+    assert validate(wrangler_schema, {**config, "durable_object": {}}) != []
+    assert validate(wrangler_schema, {**config, "triggers": {"crons": "* * * * *"}}) != []
+
+
+def test_wrangler_itself_warns_of_a_field_it_does_not_know(wrangler: Path, tmp_path: Path) -> None:
+    """The dry-run check can fail: an unknown field is a warning in wrangler's output."""
+    output = tmp_path / "worker"
+    (output / "src").mkdir(parents=True)
+    (output / "src" / "entry.py").write_text("from workers import WorkerEntrypoint\n")
+    config = {**cloudflare.wrangler_config(Config()), "durable_object": {}}
+    (output / "wrangler.jsonc").write_text(json.dumps(config))
+    with pytest.raises(AssertionError, match="durable_object"):
+        dry_run(wrangler, output, tmp_path)
+
+
+def test_the_worker_pins_python_3_14_by_date_and_flag_as_workers_py_selects_it() -> None:
+    config = cloudflare.wrangler_config(Config())
+    assert config["compatibility_date"] >= "2026-09-08"
+    # pywrangler (workers-py 1.16.7, metadata.py): 3.14 is chosen by the flag python_workers_20260610
+    assert {"python_workers", "python_workers_20260610"} <= set(config["compatibility_flags"])
+    assert config["main"] == "src/entry.py"
+
+
+def test_the_output_holds_the_entry_the_app_the_agents_and_the_runtime_and_the_entry_compiles_bare(
+    tmp_path: Path,
+) -> None:
+    root = project(tmp_path, 'name = "refund"\n')
+    built = build_cli(root)
+    assert built.returncode == 0, built.stderr + built.stdout
+    src = root / ".output" / "cloudflare" / "src"
+    for path in ("entry.py", "agents/refund.py", "payments.py", "agent_unit/__init__.py", "agent_unit/stores/d1.py"):
+        assert (src / path).is_file(), path
+    assert not (root / ".output" / "cloudflare" / "vendor").exists()  # pywrangler installs the packages
+    entry = (src / "entry.py").read_text()
+    assert "class Default(WorkerEntrypoint):" in entry
+    assert "AgentUnitRun = worker.AgentUnitRun" in entry and "AgentUnitIndex = worker.AgentUnitIndex" in entry
+    compiled = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            "import sys; compile(open(sys.argv[1]).read(), 'entry.py', 'exec')",
+            str(src / "entry.py"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    assert "next: cd .output/cloudflare && uv run pywrangler deploy" in " ".join(built.stdout.split())
+
+
+def test_the_workers_pyproject_lists_the_runtimes_packages_and_not_what_only_a_server_needs(tmp_path: Path) -> None:
+    root = project(tmp_path, 'name = "Refund Desk"\n')
+    assert build_cli(root).returncode == 0
+    pyproject = tomllib.loads((root / ".output" / "cloudflare" / "pyproject.toml").read_text())
+    names = {requirement.split("==")[0] for requirement in pyproject["project"]["dependencies"]}
+    assert {"pydantic", "starlette", "ag-ui-protocol"} <= names
+    assert not names & {"uvicorn", "agent-unit"}
+    assert pyproject["project"]["name"] == "refund-desk"
+    assert "workers-py" in pyproject["dependency-groups"]["dev"]
+
+
+def _refusal(tmp_path: Path, values: dict[str, Any], files: dict[str, str] | None = None) -> str:
+    root = project(tmp_path, "", files)
+    with pytest.raises(BuildError) as caught:
+        build(root, Config.model_validate(values), preset="cloudflare")
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("storage", "why"),
+    [
+        ("redis://localhost:6379", "sockets and threads"),
+        ("postgres://app@db/runs", "sockets and threads"),
+        ("dynamodb://runs?region=us-east-1", "boto3"),
+        ("kv://CACHE", "no compare-and-set"),
+        ("sqlite:///runs.db", "no file system"),
+    ],
+)
+def test_a_store_a_worker_cannot_use_is_refused_naming_d1_and_the_durable_objects_runtime(
+    tmp_path: Path, storage: str, why: str
+) -> None:
+    message = _refusal(tmp_path, {"storage": storage, "cloudflare": {"runtime": "default"}})
+    assert why in message and "d1://" in message and "durable-objects" in message
+
+
+def test_the_durable_objects_runtime_takes_no_storage(tmp_path: Path) -> None:
+    assert 'runtime = "default"' in _refusal(tmp_path, {"storage": "d1://DB"})
+
+
+def test_d1_storage_needs_its_binding_in_the_users_wrangler_resources(tmp_path: Path) -> None:
+    message = _refusal(tmp_path, {"storage": "d1://RUNS", "cloudflare": {"runtime": "default"}})
+    assert "d1_databases" in message and 'binding = "RUNS"' in message
+
+
+@pytest.mark.parametrize("name", cloudflare.RESERVED)
+def test_a_build_that_reuses_a_reserved_name_says_so_and_stops(tmp_path: Path, name: str) -> None:
+    theirs = {"durable_objects": {"bindings": [{"name": name, "class_name": name}]}}
+    message = _refusal(tmp_path, {"cloudflare": {"wrangler": theirs}})
+    assert name in message and "rename yours" in message
+    assert not (tmp_path / "project" / ".output").exists()
+
+
+def test_an_exported_class_with_a_reserved_name_is_refused(tmp_path: Path) -> None:
+    own = OWN_OBJECT.replace("Counter", "AgentUnitRun")
+    message = _refusal(tmp_path, {"cloudflare": {"exports": "durable"}}, {"durable.py": own})
+    assert "AgentUnitRun" in message and "rename it" in message
+
+
+def test_the_users_resources_are_merged_in_never_replacing_the_workers_own() -> None:
+    config = Config.model_validate({"cloudflare": {"wrangler": THEIR_RESOURCES}})
+    merged = cloudflare.wrangler_config(config)
+    assert [item["name"] for item in merged["durable_objects"]["bindings"]] == [
+        "AGENT_UNIT_RUNS",
+        "AGENT_UNIT_INDEX",
+        "COUNTER",
+    ]
+    assert merged["compatibility_flags"] == ["python_workers", "python_workers_20260610", "nodejs_compat"]
+    assert merged["kv_namespaces"] == THEIR_RESOURCES["kv_namespaces"] and merged["vars"] == {"GREETING": "hello"}
+    assert merged["main"] == "src/entry.py"
+
+
+def test_the_sweep_and_the_tasks_get_cron_triggers_in_cloudflares_weekday_names() -> None:
+    config = Config.model_validate(
+        {
+            "sweep": "* * * * *",
+            "tasks": {
+                "a": {"schedule": "0 9 * * 0", "handler": "m:f"},
+                "b": {"schedule": "* * * * *", "handler": "m:g"},
+            },
+        }
+    )
+    assert cloudflare.crons(config.sweep, config.tasks) == {"* * * * *": [cloudflare.SWEEP, "b"], "0 9 * * SUN": ["a"]}
+    assert cloudflare.crons(False, {}) == {}
