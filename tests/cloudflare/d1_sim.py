@@ -67,8 +67,8 @@ class D1PreparedStatement:
         return rows[0][column] if column is not None else JsProxy(rows[0])
 
     async def raw(self) -> JsProxy:
-        cursor = self._database.connection.execute(self.sql, self.values)
-        return JsProxy([list(row) for row in cursor.fetchall()])
+        rows = self._database.transaction([self])[0].to_py()["results"]
+        return JsProxy([list(row.values()) for row in rows])
 
 
 class D1Database:

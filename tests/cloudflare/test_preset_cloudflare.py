@@ -377,3 +377,18 @@ def test_the_sweep_and_the_tasks_get_cron_triggers_in_cloudflares_weekday_names(
     )
     assert cloudflare.crons(config.sweep, config.tasks) == {"* * * * *": [cloudflare.SWEEP, "b"], "0 9 * * SUN": ["a"]}
     assert cloudflare.crons(False, {}) == {}
+
+
+def test_a_package_of_the_project_that_ships_compiled_code_is_named_in_a_warning(tmp_path: Path) -> None:
+    root = project(tmp_path, "")
+    (root / "requirements.txt").write_text("httpx\nrpds-py\n")  # pure Python; compiled (Rust) here
+    result = build(root, Config(), preset="cloudflare")
+    native = [warning for warning in result.warnings if "ships compiled code" in warning]
+    assert len(native) == 1 and native[0].startswith("rpds-py ")
+    assert "pywrangler sync" in native[0]
+
+
+def test_a_d1_store_on_any_other_preset_is_refused_naming_the_cloudflare_preset(tmp_path: Path) -> None:
+    root = project(tmp_path, "")
+    with pytest.raises(BuildError, match="--preset cloudflare"):
+        build(root, Config.model_validate({"storage": "d1://DB"}), preset="server")
