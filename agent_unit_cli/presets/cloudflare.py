@@ -219,6 +219,8 @@ def wrangler_config(config: Any) -> dict[str, Any]:
         }
     if schedule := crons(config.sweep, config.tasks):
         ours["triggers"] = {"crons": list(schedule)}
+    if config.url:  # the Worker's own URL: where a yielded run continues (D1) and what the A2A card shows
+        ours["vars"] = {"AGENT_UNIT_URL": config.url}
     theirs = dict(config.cloudflare.wrangler)
     their_migrations = theirs.pop("migrations", [])
     merged: dict[str, Any] = _merge(ours, theirs)

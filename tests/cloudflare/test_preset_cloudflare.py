@@ -392,3 +392,10 @@ def test_a_d1_store_on_any_other_preset_is_refused_naming_the_cloudflare_preset(
     root = project(tmp_path, "")
     with pytest.raises(BuildError, match="--preset cloudflare"):
         build(root, Config.model_validate({"storage": "d1://DB"}), preset="server")
+
+
+def test_the_configured_url_reaches_the_worker_as_agent_unit_url_beside_the_users_vars() -> None:
+    config = Config.model_validate(
+        {"url": "https://agents.example.com", "cloudflare": {"wrangler": {"vars": {"A": "1"}}}}
+    )
+    assert cloudflare.wrangler_config(config)["vars"] == {"AGENT_UNIT_URL": "https://agents.example.com", "A": "1"}
