@@ -8,8 +8,8 @@ Python Workers cannot run here (workerd downloads Pyodide when it starts), so wh
 - wrangler's ``config-schema.json`` (from the 4.164.0 package) validating the same files;
 - the built entry compiled by a bare Python (``-I -S``).
 
-The npm packages are installed once into the user's cache folder (``$XDG_CACHE_HOME`` or
-``~/.cache``), keyed by version. Without node and npm the tests skip here and fail in CI.
+The npm packages are installed once into the user's cache folder (``tests/cloudflare/npm.py``).
+Without node and npm the tests skip here and fail in CI.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +31,9 @@ from agent_unit_cli.build import BuildError, build
 from agent_unit_cli.config import Config
 from agent_unit_cli.presets import cloudflare
 
+from .npm import cached, npm, wrangler_folder
+
 ROOT = Path(__file__).resolve().parents[2]
-WRANGLER = "4.86.0"  # runs on Node 20; 4.164 needs Node 22.12
 SCHEMA_FROM = "4.164.0"  # the wrangler package whose config-schema.json the files are validated against
 
 OWN_OBJECT = """
@@ -76,60 +75,18 @@ D1 = {
 }
 
 
-def unavailable(what: str) -> None:
-    """Skip here, fail in CI: the check against wrangler is never silently left out there."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is missing in CI")
-    pytest.skip(f"{what} is missing")
-
-
-def _cached(name: str, install: Callable[[Path], None]) -> Path:
-    """A folder in the user's cache made once by ``install(folder)``, reused by later sessions."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agent-unit-tests"
-    final = cache / name
-    if (final / ".complete").exists():
-        return final
-    cache.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache))
-    install(staging)
-    (staging / ".complete").write_text("")
-    try:
-        staging.rename(final)
-    except OSError:  # another session got there first (or a stale copy is in the way)
-        if (final / ".complete").exists():
-            shutil.rmtree(staging, ignore_errors=True)
-        else:
-            shutil.rmtree(final, ignore_errors=True)
-            staging.rename(final)
-    return final
-
-
-def _npm() -> str:
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        unavailable("node and npm (to install wrangler)")
-    assert npm is not None
-    return npm
-
-
 @pytest.fixture(scope="session")
 def wrangler() -> Path:
-    npm = _npm()
-
-    def install(folder: Path) -> None:
-        command = [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", f"wrangler@{WRANGLER}"]
-        subprocess.run(command, check=True, capture_output=True, timeout=600)
-
-    return _cached(f"wrangler-{WRANGLER}", install) / "node_modules" / ".bin" / "wrangler"
+    return wrangler_folder() / "node_modules" / ".bin" / "wrangler"
 
 
 @pytest.fixture(scope="session")
 def wrangler_schema() -> dict[str, Any]:
-    npm = _npm()
+    command = npm()
 
     def install(folder: Path) -> None:
         subprocess.run(
-            [npm, "pack", f"wrangler@{SCHEMA_FROM}"], cwd=folder, check=True, capture_output=True, timeout=600
+            [command, "pack", f"wrangler@{SCHEMA_FROM}"], cwd=folder, check=True, capture_output=True, timeout=600
         )
         with tarfile.open(next(folder.glob("wrangler-*.tgz"))) as archive:
             member = archive.extractfile("package/config-schema.json")
@@ -137,7 +94,7 @@ def wrangler_schema() -> dict[str, Any]:
             (folder / "config-schema.json").write_bytes(member.read())
 
     schema: dict[str, Any] = json.loads(
-        (_cached(f"wrangler-schema-{SCHEMA_FROM}", install) / "config-schema.json").read_text()
+        (cached(f"wrangler-schema-{SCHEMA_FROM}", install) / "config-schema.json").read_text()
     )
     return schema
 
