@@ -361,6 +361,7 @@ def test_the_configured_url_reaches_the_worker_as_agent_unit_url_beside_the_user
 RUN_THE_ENTRY = """
 import asyncio, json, sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import d1_sim
 import workers_sim
 
 class Clock:
@@ -372,7 +373,8 @@ import entry
 
 classes = {"AgentUnitRun": entry.AgentUnitRun, "AgentUnitIndex": entry.AgentUnitIndex, "Counter": entry.Counter}
 bindings = {"AGENT_UNIT_RUNS": "AgentUnitRun", "AGENT_UNIT_INDEX": "AgentUnitIndex", "COUNTER": "Counter"}
-sim.isolate(entry.Default, classes, bindings, {"AGENT_UNIT_SECRET": "a-secret"})
+variables = {"AGENT_UNIT_SECRET": "a-secret", "DB": d1_sim.D1Database(sys.argv[3])}  # D1 bound as DB
+sim.isolate(entry.Default, classes, bindings, variables)
 
 async def main():
     manifest = await sim.fetch(workers_sim.Request("https://worker.example/agents"))
@@ -392,20 +394,25 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.parametrize("runtime", ["durable-objects", "default"])
 def test_the_built_entry_serves_the_agents_and_exports_the_users_classes_in_the_workers_simulation(
-    tmp_path: Path,
+    tmp_path: Path, runtime: str
 ) -> None:
-    """The entry as built, with the runtime's ``create_worker``, in the simulation of ``workers``."""
+    """The entry as built, with the runtime's ``create_worker``, in the simulation of ``workers``
+    (the default runtime over the D1 simulation)."""
     simulation = Path(__file__).with_name("workers_sim.py")
     if not simulation.exists():  # the runtime side's simulation: this branch has not merged it yet
         pytest.skip("tests/cloudflare/workers_sim.py is not in this tree")
     config = 'name = "refund"\n[cloudflare]\nexports = "durable"\n'
+    if runtime == "default":
+        config = 'name = "refund"\nstorage = "d1://DB"\n[cloudflare]\nexports = "durable"\nruntime = "default"\n'
+        config = _toml(config, D1)
     root = project(tmp_path, config, {"durable.py": OWN_OBJECT})
     built = build_cli(root)
     assert built.returncode == 0, built.stderr + built.stdout
     src = root / ".output" / "cloudflare" / "src"
     ran = subprocess.run(
-        [sys.executable, "-I", "-c", RUN_THE_ENTRY, str(simulation.parent), str(src)],
+        [sys.executable, "-I", "-c", RUN_THE_ENTRY, str(simulation.parent), str(src), str(tmp_path / "d1.db")],
         capture_output=True,
         text=True,
         timeout=120,
