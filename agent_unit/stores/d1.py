@@ -20,13 +20,21 @@ Python ``None`` would reach D1 as ``undefined``, which it refuses: a ``None`` is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import RUN_COLUMNS, check_text, check_writes, journal_from_row, journal_row, list_filter, run_from_row
-from ._codec import run_row as _run_row
+from ._codec import (
+    RUN_COLUMNS,
+    check_text,
+    check_writes,
+    journal_from_row,
+    journal_row,
+    list_filter,
+    run_from_row,
+    run_row,
+)
 from ._url import unavailable
 from .protocol import TICK_MEMORY
 
@@ -107,7 +115,7 @@ class D1Store:
     async def _single(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         return [await self._statement(sql, *params).all()]
 
-    async def _call(self, make: Any, run_id: str = "") -> list[list[dict[str, Any]]]:
+    async def _call(self, make: Callable[[], Awaitable[Sequence[Any]]], run_id: str = "") -> list[list[dict[str, Any]]]:
         """Await ``make()``; make the tables and try again when they are missing; D1's errors as ours."""
         for attempt in (1, 2):
             try:
@@ -143,7 +151,7 @@ class D1Store:
     # -- the protocol -----------------------------------------------------------------------
 
     async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
-        row = run_row(record)
+        row = _row(record)
         check_writes((), events)
         insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})"
         results = await self._batch([(insert, *row), *self._inserts(record.id, (), events)], record.id)
@@ -161,7 +169,7 @@ class D1Store:
         journal: Sequence[JournalEntry] = (),
         events: Sequence[str] = (),
     ) -> int:
-        row = run_row(record)
+        row = _row(record)
         check_writes(journal, events)
         values = (*row[1:4], expected_version + 1, *row[5:])
         results = await self._batch(
@@ -275,9 +283,9 @@ class D1Store:
         return bool(results[0])
 
 
-def run_row(record: RunRecord) -> tuple[Any, ...]:
+def _row(record: RunRecord) -> tuple[Any, ...]:
     """The record's columns, refused before anything is sent when any text is not valid Unicode."""
-    row = _run_row(record)
+    row = run_row(record)
     check_text(*(value for value in row if isinstance(value, str)))
     return row
 

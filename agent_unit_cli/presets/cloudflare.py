@@ -243,11 +243,6 @@ def _native(requirement: str) -> bool:
     return any(str(path).endswith((".so", ".pyd")) for path in files)
 
 
-def worker_requirements(requirements: list[str]) -> list[str]:
-    """The packages pywrangler installs for the Worker: the build's, without what only a server needs."""
-    return [item for item in requirements if distribution_name(item) not in HOST_SERVES]
-
-
 def context(config: Any, options: BuildOptions) -> dict[str, Any]:
     return {
         "worker_name": worker_name(config.name),
