@@ -419,3 +419,15 @@ def test_the_built_entry_serves_the_agents_and_exports_the_users_classes_in_the_
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert json.loads(ran.stdout.strip().splitlines()[-1]) == [200, 200, "interrupted", "durable"]
+
+
+def test_an_earlier_compatibility_date_of_the_user_keeps_the_one_that_selects_python_3_14() -> None:
+    earlier = Config.model_validate({"cloudflare": {"wrangler": {"compatibility_date": "2025-01-01"}}})
+    later = Config.model_validate({"cloudflare": {"wrangler": {"compatibility_date": "2026-10-01"}}})
+    assert cloudflare.wrangler_config(earlier)["compatibility_date"] == cloudflare.COMPATIBILITY_DATE
+    assert cloudflare.wrangler_config(later)["compatibility_date"] == "2026-10-01"
+
+
+def test_the_users_wrangler_resources_cannot_replace_the_workers_entry(tmp_path: Path) -> None:
+    message = _refusal(tmp_path, {"cloudflare": {"wrangler": {"main": "src/app.py"}}})
+    assert "cloudflare.wrangler.main" in message and "remove it" in message
