@@ -43,7 +43,7 @@ RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn", "ag-ui
 STORE_DRIVERS = {"redis": "redis", "rediss": "redis", "valkey": "redis", "valkeys": "redis", "dynamodb": "boto3"}
 STORE_DRIVERS |= {"postgres": "psycopg[binary]", "postgresql": "psycopg[binary]"}
 """The driver a built app needs for its storage URL's scheme (pinned to the version installed here)."""
-SCHEMES = {"memory", "sqlite", *STORE_DRIVERS}
+SCHEMES = {"memory", "sqlite", "d1", *STORE_DRIVERS}
 DRIVER_MODULES = {"redis": "redis", "psycopg[binary]": "psycopg", "boto3": "boto3"}
 """The module each driver is imported as: a built app imports it at its first connection, the check at once."""
 _LEADING_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -220,6 +220,14 @@ def _requirements(preset: Preset, config: Config, storage: str, project: list[st
     return list(chosen.values())
 
 
+def _copy_runtime(destination: Path) -> None:
+    shutil.copytree(
+        Path(agent_unit.__file__).parent,
+        destination / "agent_unit",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+
+
 def _vendor(
     preset: Preset, requirements: list[str], alone: list[str], destination: Path, options: BuildOptions
 ) -> None:
@@ -228,11 +236,7 @@ def _vendor(
         pip.install(requirements, destination, platform=platform, alone=alone)
     except pip.PipError as exc:
         raise BuildError(str(exc)) from None
-    shutil.copytree(
-        Path(agent_unit.__file__).parent,
-        destination / "agent_unit",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
+    _copy_runtime(destination)
 
 
 def _own_modules(root: Path) -> set[str]:
@@ -349,18 +353,23 @@ def build(
     chosen = PRESETS.get(name)
     if chosen is None:
         raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
+    if chosen.check is not None:  # first: a preset refuses a store it cannot run with its own reason
+        try:
+            chosen.check(config, options)
+        except ValueError as exc:
+            raise BuildError(str(exc)) from None
     storage = config.storage or "sqlite:///.agent-unit/agent-unit.db"
     scheme = storage_scheme(storage)
+    if scheme == "d1" and name != "cloudflare":
+        raise BuildError(
+            f'storage = "{storage}" is a Cloudflare D1 binding, which only a Worker has: '
+            "build with --preset cloudflare, or choose a store this host can reach"
+        )
     if chosen.serverless and scheme in ("sqlite", "memory") and not config.server:  # a server app owns its store
         raise BuildError(
             f"the {name} preset needs storage that every invocation shares, not {scheme}: "
             'set storage = "redis://...", "postgres://..." or "dynamodb://table?region=..." in agent-unit.toml'
         )
-    if chosen.check is not None:
-        try:
-            chosen.check(config, options)
-        except ValueError as exc:
-            raise BuildError(str(exc)) from None
     root = root.resolve()
     output = (out or root / chosen.output).resolve()
     if root == output or output in root.parents:
@@ -383,6 +392,7 @@ def build(
             except AdapterError as exc:
                 raise BuildError(f"{source}: {exc.message}") from None
         imports = [*project_imports(root, _sources(root)), *_configured_modules(config, source)]
+        imports = [item for item in imports if item.module.split(".")[0] not in chosen.host_modules]
         found = _needs(root, imports, _adapter_distributions())
 
     registry: dict[str, tuple[str, str]] = {}
@@ -419,15 +429,19 @@ def build(
     (output / MARKER).write_text(INCOMPLETE)  # until the output is proven to start
     home = output / chosen.app_path
     serves_mcp = True  # a host that runs no Python here (netlify) proxies /mcp to its backend
+    requirements: list[str] = []
     if chosen.python_app:
         progress("copying the project")
-        _copy_source(root, home / "app")
-        progress("vendoring dependencies with pip")
+        _copy_source(root, home / chosen.app_folder)
         requirements = _requirements(chosen, config, storage, _project_requirements(root), found.distributions)
         named = {distribution_name(requirement) for requirement in requirements}
         serves_mcp = "mcp" in named  # without the SDK, POST /mcp only answers 501: not a route to list
-        alone = [requirement for name, requirement in sorted(found.alone.items()) if name not in named]
-        _vendor(chosen, requirements, alone, home / "vendor", options)
+        if chosen.vendors:
+            progress("vendoring dependencies with pip")
+            alone = [requirement for name, requirement in sorted(found.alone.items()) if name not in named]
+            _vendor(chosen, requirements, alone, home / "vendor", options)
+        else:  # the host installs the packages; the runtime goes as it is here, beside the app
+            _copy_runtime(home / chosen.app_folder)
 
     progress("rendering templates")
     templates = Environment(
@@ -453,6 +467,7 @@ def build(
         "url": config.url,
         "ui": config.ui,
         "tasks": {name: {"schedule": task.schedule, "handler": task.handler} for name, task in config.tasks.items()},
+        "requirements": requirements,
         "server": None
         if config.server is None
         else dict(zip(("module", "attribute"), config.server.split(":"), strict=True)),
@@ -477,6 +492,7 @@ def build(
         try:
             step = Finish(root=root, output=output, context=context, options=options, progress=progress)
             written += chosen.finish(step)
+            warnings += step.warnings
         except ValueError as exc:  # the preset refused something it found while finishing
             raise BuildError(str(exc)) from None
     notes = list(chosen.notes)
@@ -494,19 +510,27 @@ def build(
         if skipped is not None:
             notes.append(f"The output was not started here to check it: {skipped}.")
     (output / MARKER).write_text(COMPLETE)
-    prefix = f"{chosen.app_path}/" if chosen.app_path else ""
     return BuildResult(
         preset=name,
         output=output,
         agents=sorted(registry),
         routes=[] if config.server else routes(config.base_path, mcp=serves_mcp),
-        files=[*sorted(written), *([f"{prefix}app/", f"{prefix}vendor/"] if chosen.python_app else [])],
+        files=[*sorted(written), *_copied(chosen)],
         run=chosen.run.format(output=_shown(output), name=config.name),
         notes=notes,
         warnings=warnings,
         tasks=tasks,
         server=config.server,
     )
+
+
+def _copied(preset: Preset) -> list[str]:
+    """The folders the build copied or vendored into, for the summary."""
+    if not preset.python_app:
+        return []
+    prefix = f"{preset.app_path}/" if preset.app_path else ""
+    folders = [f"{prefix}{preset.app_folder}/" if preset.app_folder else f"{prefix}"]
+    return [*folders, f"{prefix}vendor/"] if preset.vendors else folders
 
 
 def _server_note(preset: Preset, server: str) -> str:

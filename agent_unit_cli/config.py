@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -18,7 +18,7 @@ from agent_unit.errors import TaskError
 from agent_unit.http.origins import Origins
 from agent_unit.tasks import check_schedule
 
-__all__ = ["ENGINE_KEYS", "Config", "ConfigError", "Task", "load_config", "store_url"]
+__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "ConfigError", "Task", "load_config", "store_url"]
 
 
 ENGINE_KEYS = {
@@ -57,6 +57,20 @@ class Task(BaseModel):
             raise ValueError(exc.message) from None
 
 
+class Cloudflare(BaseModel):
+    """``[cloudflare]``: how the cloudflare preset runs the agents, and the user's own Worker resources."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runtime: Literal["durable-objects", "default"] = "durable-objects"
+    """One Durable Object per run (default), or the engine over ``storage = "d1://BINDING"``."""
+    exports: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*$")
+    """A module of the project whose classes the Worker's entry exports (their own Durable Objects)."""
+    wrangler: dict[str, Any] = {}
+    """``[cloudflare.wrangler]``: their D1, KV, R2, Durable Objects and flags, in wrangler's own format,
+    merged into the generated wrangler.jsonc (never replacing what agent-unit writes)."""
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -78,6 +92,7 @@ class Config(BaseModel):
     a2a_default_agent: str | None = None  # the agent POST /a2a runs for a new task that names no skill
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
+    cloudflare: Cloudflare = Cloudflare()
 
     @field_validator("budget", "retention")
     @classmethod

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from agent_unit.stores import Store, open_store
+from agent_unit.stores.d1 import D1Store
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 
+from .cloudflare.d1_sim import D1Database
 from .servers import DynamoDBEmulator, PostgresServer, RedisServer
 
 StoreFactory = Callable[[], Store]
@@ -19,7 +21,10 @@ StoreFactory = Callable[[], Store]
 # backing store each call (two handles on SQLite are two connections, as two processes have).
 # Redis and PostgreSQL are real servers, one per test session, on loopback ports.
 # DynamoDB runs on moto's server mode: an emulator, not AWS (no AWS account is reachable here).
-STORES = ["memory", "sqlite", "redis", "postgres", "dynamodb-emulator"]
+# D1 runs on workerd's own D1 (through Miniflare, from the wrangler npm package: a JavaScript
+# Worker serves the binding to the tests) and on its simulation (tests/cloudflare/d1_sim.py:
+# real SQLite with D1's batch semantics), which needs no node.
+STORES = ["memory", "sqlite", "redis", "postgres", "dynamodb-emulator", "d1-workerd", "d1-simulation"]
 
 _prefixes = itertools.count()
 
@@ -81,6 +86,23 @@ def dynamodb_url(dynamodb_endpoint: str) -> str:
     return f"dynamodb://runs-{next(_prefixes)}?region=us-east-1&endpoint_url={dynamodb_endpoint}&create=true"
 
 
+@pytest.fixture(scope="session")
+def d1_workerd() -> Iterator[str]:
+    from .cloudflare.d1_workerd import workerd_d1
+
+    with workerd_d1() as url:
+        yield url
+
+
+@pytest.fixture
+def d1_workerd_url(d1_workerd: str) -> str:
+    """The session's workerd D1, emptied for this test."""
+    from .cloudflare.d1_workerd import reset
+
+    reset(d1_workerd)
+    return d1_workerd
+
+
 @pytest.fixture(params=STORES)
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     if request.param == "memory":
@@ -89,7 +111,14 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactor
     if request.param in ("redis", "postgres", "dynamodb-emulator"):
         url = request.getfixturevalue(f"{request.param.removesuffix('-emulator')}_url")
         return lambda: open_store(url)
+    if request.param == "d1-workerd":  # each handle a Worker of its own on one database
+        from .cloudflare.d1_workerd import WorkerdD1
+
+        url = request.getfixturevalue("d1_workerd_url")
+        return lambda: D1Store(WorkerdD1(url))
     path = tmp_path / "agent-unit.db"
+    if request.param == "d1-simulation":  # each handle a Worker of its own on one database
+        return lambda: D1Store(D1Database(path))
     return lambda: SQLiteStore(path)
 
 

@@ -75,6 +75,11 @@ def open_store(url: str | None = None) -> Store:
         from .dynamodb import DynamoDBStore
 
         return DynamoDBStore.from_url(url)
+    if scheme == "d1":
+        raise StoreConfigError(
+            f"{url} is a Cloudflare D1 binding, which only a Worker has: build with --preset cloudflare, "
+            "whose Worker opens it from its env (D1Store(env.BINDING) in a Worker of your own)"
+        )
     raise StoreConfigError(
         f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db, redis://host:6379, "
         "postgres://user@host/db or dynamodb://table?region=..."

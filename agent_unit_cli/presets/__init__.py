@@ -54,6 +54,7 @@ class Finish:
     context: dict[str, Any]
     options: BuildOptions
     progress: Callable[[str], None]
+    warnings: list[str] = field(default_factory=list)  # what the preset found that the user should know
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class Preset:
     agent_notes: tuple[str, ...] = field(default_factory=tuple)  # only for a build of agents/ (no ``server``)
     python_app: bool = True  # False: the host runs no Python (nothing copied or vendored)
     app_path: str = ""  # where the app, its vendored dependencies and the templates go, under the output
+    app_folder: str = "app"  # the project's modules, under ``app_path`` ("": beside the entry)
+    vendors: bool = True  # False: the host installs the packages (the build lists them as ``requirements``)
+    host_modules: tuple[str, ...] = ()  # modules the host provides (Workers' ``workers``, ``js``): not vendored
     pip_platform: Callable[[BuildOptions], list[str]] | None = None  # pip's --platform... for the host
     check: Callable[[Any, BuildOptions], None] | None = None  # refuses a config the host cannot run
     context: Callable[[Any, BuildOptions], dict[str, Any]] | None = None  # more template values
