@@ -47,6 +47,7 @@ from .errors import (
 )
 from .execution import Execution
 from .ids import new_id
+from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import (
     FINISHED,
     JournalEntry,
@@ -58,7 +59,7 @@ from .records import (
     agui_usage,
     record_usage,
 )
-from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
+from .run import Run, _current_run
 from .stores import Store, open_store
 from .tail import EventTail
 

@@ -6,7 +6,8 @@ run (``step:load-order#0``), so a replay finds the same entries in the same orde
 order: the key is taken when ``run.step(...)`` is *called*, not when it is awaited.
 
 Parking (an interrupt, a sleep, a budget yield, a cancellation) unwinds the agent with a
-:class:`Park`, a ``BaseException``, so an ``except Exception:`` in user code cannot swallow it.
+:class:`~agent_unit.parks.Park`, a ``BaseException``, so an ``except Exception:`` in user code cannot
+swallow it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .errors import (
     UnstorableValue,
 )
 from .events import custom, dumps, step_finished, step_retry, step_started
+from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry
 from .retry import RetryPolicy
 
@@ -51,16 +53,11 @@ if TYPE_CHECKING:
     from .execution import Execution
 
 __all__ = [
-    "Cancelled",
-    "Interrupted",
-    "Park",
     "Run",
     "RunState",
     "Secrets",
-    "Sleeping",
     "StepContext",
     "StepFailed",
-    "Yielded",
     "use_run",
 ]
 
@@ -77,34 +74,6 @@ def use_run() -> Run:
     if run is None:
         raise RuntimeError("use_run() was called outside a run: call it from code an agent runs")
     return run
-
-
-# -- parking ------------------------------------------------------------------------------
-
-
-class Park(BaseException):
-    """Unwinds the agent when the run stops executing for now. Never catch it."""
-
-
-class Interrupted(Park):
-    def __init__(self, interrupt: Interrupt) -> None:
-        super().__init__(f"interrupted at {interrupt.name!r}")
-        self.interrupt = interrupt
-
-
-class Sleeping(Park):
-    def __init__(self, wake_at: float, entry: JournalEntry | None) -> None:
-        super().__init__(f"sleeping until {wake_at}")
-        self.wake_at = wake_at
-        self.entry = entry  # the journal entry to write with the park (first time only)
-
-
-class Yielded(Park):
-    """The budget is spent: continue in a fresh invocation."""
-
-
-class Cancelled(Park):
-    """The run was cancelled, or this process lost its lease (or its store): it saves nothing more."""
 
 
 # -- steps --------------------------------------------------------------------------------
