@@ -203,6 +203,15 @@ class RunEngine:
             raise RunNotFound(f"run {jsontext.scrub(repr(run_id))} does not exist")
         return await self.store.read_events(run_id, after=after, limit=limit)
 
+    def executing(self) -> dict[str, asyncio.Task[None]]:
+        """The task executing each run in this process, by run id (a copy: it does not change under you).
+
+        For a host that must not end its invocation while runs still execute (Vercel's
+        ``wait_until``), and for shutdown code that awaits or cancels them. A run parked or
+        executing elsewhere is not here; its record in the store says where it stands.
+        """
+        return {run_id: task for run_id, (task, _) in self._executions.items()}
+
     async def wait(self, run_id: str) -> RunRecord:
         """Wait for this process's execution of the run (and its continuations) to stop."""
         while (running := self._executions.get(run_id)) is not None:
