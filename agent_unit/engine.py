@@ -59,7 +59,7 @@ from .records import (
     agui_usage,
     record_usage,
 )
-from .run import Run, _current_run
+from .run import Run, active_run
 from .stores import Store, open_store
 from .tail import EventTail
 
@@ -502,7 +502,7 @@ class RunEngine:
             agent = self.agents.get(record.agent)
             journal = await self.store.load_journal(record.id)
             run = Run(execution, journal)
-            token = _current_run.set(run)
+            token = active_run.set(run)
             outcome: BaseException | None = None
             output: Any = None
             try:
@@ -563,7 +563,7 @@ class RunEngine:
             renewal.cancel()
             execution.close()
             if token is not None:
-                _current_run.reset(token)
+                active_run.reset(token)
 
     async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
         """Renew the lease while the run executes; stop this execution if it was lost."""
