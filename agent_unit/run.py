@@ -658,7 +658,7 @@ class Run:
         answer is refused while the run stays parked. ``key`` (a tool call's id, a framework's
         interrupt id) names the interrupt for good instead of by its occurrence, for interrupts
         that a replay may reach in another order. ``schema`` is the JSON Schema of an untyped
-        answer (a framework's own interrupt may carry one); ``answer``'s schema takes its place.
+        answer, for a framework whose own interrupt carries one (given ``answer``, its schema is used).
         """
         journal_key = f"interrupt:{name}@{key}" if key is not None else self.next_key("interrupt", name)
         return await self._interrupt(journal_key, name, payload, answer, schema)
