@@ -15,9 +15,10 @@ from .errors import (
     StepResultError,
     UnstorableValue,
 )
+from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import RunRecord, RunStatus
 from .retry import RetryPolicy
-from .run import Cancelled, Interrupted, Park, Run, Sleeping, StepContext, Yielded, use_run
+from .run import Run, StepContext, use_run
 
 __version__ = "0.1.0"
 

@@ -1,6 +1,6 @@
 """Journaled model and tool calls for framework adapters: ``ctx.durable.model`` and ``ctx.durable.tools``.
 
-Both sit on the run's one journal (:meth:`Run._once`, the same mechanism as ``run.step``):
+Both sit on the run's one journal (:meth:`Run.journaled`, the same mechanism as ``run.step``):
 
 - A model call is journaled by its *result*, keyed by its name and occurrence, with a short
   hash of the request. On replay the request is rebuilt by the framework and only its hash
@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from .run import _ANY, Run
+from .run import UNTYPED, Run
 
 __all__ = ["Durable", "request_hash"]
 
@@ -40,7 +40,7 @@ class Durable:
         fn: Callable[[Any], Awaitable[Any]],
         *,
         name: str = "model",
-        response_type: Any = _ANY,
+        response_type: Any = UNTYPED,
         usage: Callable[[Any], dict[str, Any] | None] | None = None,
     ) -> Callable[[Any], Awaitable[Any]]:
         """``fn(request) -> response``, journaled: it runs once per call; replays return the response.
@@ -51,8 +51,8 @@ class Durable:
         run = self._run
 
         async def call(request: Any) -> Any:
-            key = run._key("model", name)
-            return await run._once(
+            key = run.next_key("model", name)
+            return await run.journaled(
                 key,
                 name,
                 fn,
@@ -65,12 +65,14 @@ class Durable:
 
         return call
 
-    async def value(self, name: str, fn: Callable[[], Any], *, type: Any = _ANY) -> Any:
+    async def value(self, name: str, fn: Callable[[], Any], *, type: Any = UNTYPED) -> Any:
         """``fn()`` once (a read of outside state, such as a conversation's history); replays return it.
 
         Unlike ``run.step`` it emits no step events: it is bookkeeping, not work to show.
         """
-        return await self._run._once(self._run._key("value", name), name, fn, (), type, what=f"the value {name!r}")
+        return await self._run.journaled(
+            self._run.next_key("value", name), name, fn, (), type, what=f"the value {name!r}"
+        )
 
     def tools(self, tools: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Awaitable[Any]]]:
         """Each tool journaled: ``await tool(arguments, call_id=...)`` runs it once with its keyword arguments."""
@@ -81,14 +83,14 @@ class Durable:
 
         async def call(arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> Any:
             arguments = dict(arguments or {})
-            key = f"tool:{tool_name}#{call_id}" if call_id else run._key("tool", tool_name)
+            key = f"tool:{tool_name}#{call_id}" if call_id else run.next_key("tool", tool_name)
             call_id = call_id or key
-            return await run._once(
+            return await run.journaled(
                 key,
                 tool_name,
                 lambda: fn(**arguments),
                 (),
-                _ANY,
+                UNTYPED,
                 what=f"the result of tool {tool_name!r}",
                 request_hash=request_hash(arguments),
                 started=(

@@ -47,6 +47,7 @@ from .errors import (
 )
 from .execution import Execution
 from .ids import new_id
+from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import (
     FINISHED,
     JournalEntry,
@@ -58,7 +59,7 @@ from .records import (
     agui_usage,
     record_usage,
 )
-from .run import Cancelled, Interrupted, Park, Run, Sleeping, Yielded, _current_run
+from .run import Run, active_run
 from .stores import Store, open_store
 from .tail import EventTail
 
@@ -201,6 +202,15 @@ class RunEngine:
         if not jsontext.storable_name(run_id):
             raise RunNotFound(f"run {jsontext.scrub(repr(run_id))} does not exist")
         return await self.store.read_events(run_id, after=after, limit=limit)
+
+    def executing(self) -> dict[str, asyncio.Task[None]]:
+        """The task executing each run in this process, by run id (a copy: it does not change under you).
+
+        For a host that must not end its invocation while runs still execute (Vercel's
+        ``wait_until``), and for shutdown code that awaits or cancels them. A run parked or
+        executing elsewhere is not here; its record in the store says where it stands.
+        """
+        return {run_id: task for run_id, (task, _) in self._executions.items()}
 
     async def wait(self, run_id: str) -> RunRecord:
         """Wait for this process's execution of the run (and its continuations) to stop."""
@@ -492,7 +502,7 @@ class RunEngine:
             agent = self.agents.get(record.agent)
             journal = await self.store.load_journal(record.id)
             run = Run(execution, journal)
-            token = _current_run.set(run)
+            token = active_run.set(run)
             outcome: BaseException | None = None
             output: Any = None
             try:
@@ -553,7 +563,7 @@ class RunEngine:
             renewal.cancel()
             execution.close()
             if token is not None:
-                _current_run.reset(token)
+                active_run.reset(token)
 
     async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
         """Renew the lease while the run executes; stop this execution if it was lost."""

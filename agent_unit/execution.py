@@ -15,8 +15,8 @@ from typing import Any
 
 from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, StoreUnavailable
 from .events import EventBuffer
+from .parks import Cancelled, Yielded
 from .records import JournalEntry, RunRecord
-from .run import Cancelled, Yielded
 from .stores import Store
 
 __all__ = ["Execution"]

@@ -6,7 +6,8 @@ run (``step:load-order#0``), so a replay finds the same entries in the same orde
 order: the key is taken when ``run.step(...)`` is *called*, not when it is awaited.
 
 Parking (an interrupt, a sleep, a budget yield, a cancellation) unwinds the agent with a
-:class:`Park`, a ``BaseException``, so an ``except Exception:`` in user code cannot swallow it.
+:class:`~agent_unit.parks.Park`, a ``BaseException``, so an ``except Exception:`` in user code cannot
+swallow it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .errors import (
     UnstorableValue,
 )
 from .events import custom, dumps, step_finished, step_retry, step_started
+from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry
 from .retry import RetryPolicy
 
@@ -51,60 +53,49 @@ if TYPE_CHECKING:
     from .execution import Execution
 
 __all__ = [
-    "Cancelled",
-    "Interrupted",
-    "Park",
+    "UNTYPED",
     "Run",
     "RunState",
     "Secrets",
-    "Sleeping",
     "StepContext",
     "StepFailed",
-    "Yielded",
+    "active_run",
+    "current_run",
+    "current_step",
+    "idempotency_key",
     "use_run",
 ]
 
 T = TypeVar("T")
 Scope = str  # "thread" | "agent" | "app"
 
-_current_run: ContextVar[Run | None] = ContextVar("agent_unit_run", default=None)
+active_run: ContextVar[Run | None] = ContextVar("agent_unit_run", default=None)
+"""The run executing in this context. Whatever executes an agent sets it around the call (the
+engine does; so would an engine of one's own), and :func:`use_run` and :func:`current_run` read it."""
 _current_step: ContextVar[StepContext | None] = ContextVar("agent_unit_step", default=None)
 
 
 def use_run() -> Run:
     """The run executing now; call it anywhere inside an agent, a step or a tool."""
-    run = _current_run.get()
+    run = active_run.get()
     if run is None:
         raise RuntimeError("use_run() was called outside a run: call it from code an agent runs")
     return run
 
 
-# -- parking ------------------------------------------------------------------------------
+def current_run() -> Run | None:
+    """The run executing now, or ``None`` outside one: for code that runs both inside and outside
+    runs (a test's effect recorder, a library's logging), where :func:`use_run` would raise."""
+    return active_run.get()
 
 
-class Park(BaseException):
-    """Unwinds the agent when the run stops executing for now. Never catch it."""
+def current_step() -> StepContext | None:
+    """The step, model or tool call running now (its name and journal key), or ``None`` between them.
 
-
-class Interrupted(Park):
-    def __init__(self, interrupt: Interrupt) -> None:
-        super().__init__(f"interrupted at {interrupt.name!r}")
-        self.interrupt = interrupt
-
-
-class Sleeping(Park):
-    def __init__(self, wake_at: float, entry: JournalEntry | None) -> None:
-        super().__init__(f"sleeping until {wake_at}")
-        self.wake_at = wake_at
-        self.entry = entry  # the journal entry to write with the park (first time only)
-
-
-class Yielded(Park):
-    """The budget is spent: continue in a fresh invocation."""
-
-
-class Cancelled(Park):
-    """The run was cancelled, or this process lost its lease (or its store): it saves nothing more."""
+    An adapter uses it to name what a journaled call streams (a model call's text message ids
+    derive from ``current_step().key``, so they are the same when the call runs again).
+    """
+    return _current_step.get()
 
 
 # -- steps --------------------------------------------------------------------------------
@@ -126,6 +117,8 @@ class StepContext:
 
 
 def idempotency_key(run_id: str, key: str) -> str:
+    """The idempotency key of the work journaled under ``key`` in run ``run_id``: what
+    ``run.idempotency_key()`` returns inside that work."""
     return hashlib.sha256(f"{run_id}\x00{key}".encode()).hexdigest()[:40]
 
 
@@ -135,7 +128,9 @@ class StepFailed(AgentUnitError):
     code = "step_failed"
 
 
-_ANY = object()
+UNTYPED: Any = object()
+"""The type of a journaled value that has none: it is stored as JSON and replayed as plain JSON
+data (dicts, lists, strings, numbers). Pass a type instead to have the value rebuilt as it."""
 _THREADS = sys.platform != "emscripten"  # Pyodide (Workers) has no threads: sync steps run inline there
 _pool: ThreadPoolExecutor | None = None
 
@@ -168,7 +163,7 @@ def _return_annotation(fn: Callable[..., Any]) -> Any:
     """``fn``'s return annotation; a string one is evaluated once per code object (an eval is slow)."""
     annotations = getattr(fn, "__annotations__", None)
     if not annotations or "return" not in annotations:
-        return _ANY
+        return UNTYPED
     hint = annotations["return"]
     if not isinstance(hint, str):
         return hint
@@ -176,9 +171,9 @@ def _return_annotation(fn: Callable[..., Any]) -> Any:
     if code is not None and code in _returns:
         return _returns[code]
     try:
-        hint = inspect.get_annotations(fn, eval_str=True).get("return", _ANY)
+        hint = inspect.get_annotations(fn, eval_str=True).get("return", UNTYPED)
     except NameError:  # names a class local to a function: no type to validate against
-        hint = _ANY
+        hint = UNTYPED
     if code is not None:
         _returns[code] = hint
     return hint
@@ -253,7 +248,7 @@ def _encode(value: Any, annotation: Any, what: str, limit: int) -> tuple[str, An
     is read here exactly as a replay will read it, so what is journaled always replays.
     """
     try:
-        text, size = jsontext.encode(value, None if annotation is _ANY else _adapter(annotation))
+        text, size = jsontext.encode(value, None if annotation is UNTYPED else _adapter(annotation))
     except ValueError as exc:
         raise StepResultError(
             f"{what} cannot be stored as JSON ({type(value).__name__}): {exc}. "
@@ -290,6 +285,9 @@ def _answer_schema(annotation: Any) -> dict[str, Any]:
     return copy.deepcopy(schema)
 
 
+# Events batched for ``delta_batch_ms`` so that deltas close together are stored as one.
+_DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "REASONING_MESSAGE_CONTENT"})
+
 _COUNTS = (
     "inputTokens",
     "outputTokens",
@@ -313,7 +311,7 @@ def merge_usage(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _decode(text: str, annotation: Any) -> Any:
-    return json.loads(text) if annotation is _ANY else _adapter(annotation).validate_json(text)
+    return json.loads(text) if annotation is UNTYPED else _adapter(annotation).validate_json(text)
 
 
 async def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -422,9 +420,15 @@ class Run:
         """True while journaled work is being replayed (nothing new has run yet)."""
         return self._unreplayed > 0
 
-    def _key(self, kind: str, name: str) -> str:
-        # Inside a framework's unit of work (a LangGraph node) keys count within that unit: a
-        # resume skips finished units, so run-wide counts would shift.
+    def next_key(self, kind: str, name: str) -> str:
+        """The journal key of the next ``kind`` of work named ``name``: ``"{kind}:{name}#{n}"``.
+
+        ``n`` counts the earlier uses of that name in the run, so a replay finds the same keys
+        in the same order. An adapter takes a key when a call is *made*, before awaiting it,
+        and passes it to :meth:`journaled` (``ctx.durable`` does this for model, tool and value
+        calls). Inside a framework's unit of work (see :meth:`set_work_key`) keys count within
+        that unit: a resume skips finished units, so run-wide counts would shift.
+        """
         work = self._work_key() if self._work_key is not None else None
         base = f"{kind}:{name}" if work is None else f"{work}/{kind}:{name}"
         count = self._seen.get(base, 0)
@@ -486,10 +490,10 @@ class Run:
         """
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"run.step(retry=...) takes a RetryPolicy, not {type(retry).__name__}")
-        return self._step(self._key("step", name), name, fn, retry)
+        return self._step(self.next_key("step", name), name, fn, retry)
 
     async def _step(self, key: str, name: str, fn: Callable[..., Any], retry: RetryPolicy | None) -> Any:
-        return await self._once(
+        return await self.journaled(
             key,
             name,
             fn,
@@ -501,13 +505,13 @@ class Run:
             retry=retry,
         )
 
-    async def _once(
+    async def journaled(
         self,
         key: str,
         name: str,
         fn: Callable[..., Any],
-        args: tuple[Any, ...] | None,
-        annotation: Any,
+        args: tuple[Any, ...] | None = None,
+        annotation: Any = UNTYPED,
         *,
         what: str,
         started: tuple[dict[str, Any], ...] = (),
@@ -517,12 +521,20 @@ class Run:
         usage: Callable[[Any], dict[str, Any] | None] | None = None,
         retry: RetryPolicy | None = None,
     ) -> Any:
-        """Run ``fn`` once under ``key``; a replay returns (or raises) what the journal holds.
+        """Run ``fn(*args)`` once under journal ``key``; a replay returns (or raises) what the journal holds.
 
         The one journaling mechanism: steps, and the model and tool calls of framework
-        adapters, all go through here. ``request_hash`` (a digest of what was asked) must
-        match the journaled one on replay, so a changed request is an error, never a stale answer.
-        ``finished(error)`` is the event that closes the work (``error`` is None when it succeeded).
+        adapters, all go through here. An adapter whose framework does work that
+        ``ctx.durable.model``/``tools``/``value`` do not cover journals it here, under a key from
+        :meth:`next_key` or one of its own that is stable across re-runs (a framework's call id).
+
+        ``args=None`` calls ``fn`` as a step does (with a :class:`StepContext` if it takes one).
+        ``annotation`` rebuilds the journaled value (:data:`UNTYPED` keeps plain JSON); ``what``
+        names the value in errors. ``request_hash`` (a digest of what was asked) must match the
+        journaled one on replay, so a changed request is an error, never a stale answer.
+        ``started`` events go out as the work starts; ``finished(error)`` is the event that closes
+        the work (``error`` is None when it succeeded); ``result_event(text)`` adds one carrying the
+        result's JSON; ``usage(result)`` gives the token usage it spent; ``retry`` as ``run.step``'s.
 
         Whatever ``fn`` returns or raises, the outcome is journaled once: a result that cannot
         be stored fails the work with ``StepResultError``; it is never taken for a store outage,
@@ -607,13 +619,15 @@ class Run:
 
     def idempotency_key(self) -> str:
         """The key of the step (or tool call) running now."""
-        key = self._current_work()
+        key = self.current_key()
         if key is None:
             raise RuntimeError("run.idempotency_key() was called outside a step: call it inside run.step(...)")
         return idempotency_key(self.id, key)
 
-    def _current_work(self) -> str | None:
-        """The journal key of the step or tool call running now, or of the framework's unit of work."""
+    def current_key(self) -> str | None:
+        """The journal key of the step or tool call running now, or of the framework's unit of work;
+        ``None`` between them. Work that ran under a key is journaled, so code that must only run
+        inside journaled work (a side effect) checks it, as ``assert_adapter`` does."""
         context = _current_step.get()
         if context is not None and context.run_id == self.id:
             return context.key
@@ -622,24 +636,35 @@ class Run:
     # pauses
 
     @overload
-    async def interrupt(self, name: str, payload: Any = None, *, key: str | None = None) -> Any: ...
+    async def interrupt(
+        self, name: str, payload: Any = None, *, key: str | None = None, schema: dict[str, Any] | None = None
+    ) -> Any: ...
 
     @overload
     async def interrupt(self, name: str, payload: Any = None, *, answer: type[T], key: str | None = None) -> T: ...
 
-    async def interrupt(self, name: str, payload: Any = None, *, answer: Any = _ANY, key: str | None = None) -> Any:
+    async def interrupt(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        answer: Any = UNTYPED,
+        key: str | None = None,
+        schema: dict[str, Any] | None = None,
+    ) -> Any:
         """Park until ``POST /runs/{id}/resume`` answers; return the answer validated as ``answer``.
 
         The interrupt stores ``answer``'s JSON Schema, so a UI can render a form and a wrong
         answer is refused while the run stays parked. ``key`` (a tool call's id, a framework's
         interrupt id) names the interrupt for good instead of by its occurrence, for interrupts
-        that a replay may reach in another order.
+        that a replay may reach in another order. ``schema`` is the JSON Schema of an untyped
+        answer, for a framework whose own interrupt carries one (given ``answer``, its schema is used).
         """
-        journal_key = f"interrupt:{name}@{key}" if key is not None else self._key("interrupt", name)
-        return await self._interrupt(journal_key, name, payload, answer)
+        journal_key = f"interrupt:{name}@{key}" if key is not None else self.next_key("interrupt", name)
+        return await self._interrupt(journal_key, name, payload, answer, schema)
 
     async def _interrupt(
-        self, key: str, name: str, payload: Any, answer: Any = _ANY, schema: dict[str, Any] | None = None
+        self, key: str, name: str, payload: Any, answer: Any = UNTYPED, schema: dict[str, Any] | None = None
     ) -> Any:
         """The interrupt under journal ``key``; ``schema`` describes an untyped answer (a framework's own)."""
         entry = self._replayed(key)
@@ -655,16 +680,29 @@ class Run:
                 f"{jsontext.scrub(repr(key))} cannot name an interrupt: a name is journaled as text, "
                 "so it must be UTF-8 (no lone surrogates) without NUL characters"
             )
-        _, payload = _encode(payload, _ANY, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
-        if answer is not _ANY:
+        _, payload = _encode(payload, UNTYPED, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
+        if answer is not UNTYPED:
             schema = _answer_schema(answer)
         interrupt = Interrupt(name=name, key=key, payload=payload, answer_schema=schema, answer_type=type_ref(answer))
         raise Interrupted(interrupt)
 
-    def _replay_done(self) -> None:
-        """Only new work runs from here: for a framework that checkpoints its own work, whose
-        journal may hold answers it has moved past and will never read again."""
+    def end_replay(self) -> None:
+        """Only new work runs from here (:attr:`replaying` turns False, so :meth:`emit` emits).
+
+        For an adapter whose framework checkpoints its own work (LangGraph): the journal may hold
+        answers the framework has moved past and will never read again, which would otherwise keep
+        the run replaying. Call it once the framework resumes from its own checkpoint.
+        """
         self._unreplayed = 0
+
+    def set_work_key(self, current: Callable[[], str | None]) -> None:
+        """For a framework that checkpoints its own work (LangGraph's nodes): name the unit running now.
+
+        ``current()`` returns a key that is stable across re-runs of that unit (``None`` outside
+        one). Keys of the work inside it count within it (:meth:`next_key`), and
+        :meth:`idempotency_key` inside it derives from it.
+        """
+        self._work_key = current
 
     async def sleep(self, duration: Duration) -> None:
         """Park until ``duration`` (``"10m"``, ``"2d"``, seconds or a ``timedelta``) has passed."""
@@ -677,7 +715,7 @@ class Run:
         await self._sleep_until(lambda now: epoch)
 
     async def _sleep_until(self, wake_at: Callable[[float], float]) -> None:
-        key = self._key("sleep", "")
+        key = self.next_key("sleep", "")
         entry = self._replayed(key)
         now = self._execution.now()
         if entry is None:
@@ -694,6 +732,17 @@ class Run:
             raise Sleeping(due, None)
 
     # events
+
+    def stream(self, event: dict[str, Any]) -> None:
+        """Add an AG-UI event (text, reasoning, tool, state) from live work; deltas are batched.
+
+        For adapters, which translate a framework's own stream (``ctx.stream`` calls this).
+        Call it from inside a journaled call: a replay runs nothing, so it emits nothing, as the
+        event stream's contract requires.
+        """
+        execution = self._execution
+        execution.events.add(dict(event))
+        execution.schedule_flush(soon=event.get("type") not in _DELTAS)
 
     async def emit(self, name: str, value: Any = None) -> None:
         """Emit a CUSTOM event (not while replaying: only new work reaches the stream).

@@ -19,6 +19,7 @@ from .durations import Duration, parse_duration
 from .engine import RunEngine
 from .env import drain
 from .records import RunRecord, StoredEvent
+from .run import current_run
 from .stores import Store
 from .stores.memory import MemoryStore
 
@@ -104,11 +105,9 @@ class EffectKit:
         self.outside: list[str] = []
 
     def effect(self, name: str) -> None:
-        from .run import _current_run
-
         self.effects.append(name)
-        run = _current_run.get()
-        if run is None or run._current_work() is None:
+        run = current_run()
+        if run is None or run.current_key() is None:
             self.outside.append(name)
 
     def repeated(self) -> list[str]:

@@ -10,6 +10,7 @@ from agent_unit.adapters import AdapterContext, define_adapter
 from agent_unit.testing import AdapterCheckFailed, EffectKit, assert_adapter
 
 from .echo_framework import ChatAgent, chat_adapter
+from .server import ROOT
 
 
 def chat_agent(kit: EffectKit, *, approve: bool = False) -> ChatAgent:
@@ -54,3 +55,17 @@ async def test_an_adapter_that_runs_effects_outside_the_journal_fails() -> None:
         await assert_adapter(adapter=leaky_adapter, agent=Leaky)
     assert "effects ran outside a journaled call: charge" in str(caught.value)
     assert "effects ran again after a restart: charge" in str(caught.value)
+
+
+async def test_the_example_third_party_adapter_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "agent-unit-adapter-echo"))
+    from agent_unit_adapter_echo import Echo, adapter
+
+    def echo(kit: EffectKit) -> Echo:
+        def log(text: str) -> str:
+            kit.effect(f"log {text}")
+            return "logged"
+
+        return Echo("hi ", tools={"log": log})
+
+    await assert_adapter(adapter=adapter, agent=echo, input="there")

@@ -9,7 +9,7 @@ import pytest
 from ag_ui.core import Event
 from pydantic import TypeAdapter
 
-from agent_unit import RunStatus, use_run
+from agent_unit import Run, RunStatus, define_agent, use_run
 from agent_unit.records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
@@ -121,3 +121,18 @@ async def test_tool_keys_follow_the_call_id(call_id: str | None) -> None:
     done = await unit.resume(parked.id)
     expected = idempotency_key(parked.id, f"tool:charge#{call_id}" if call_id else "tool:charge#0")
     assert done.output == [expected]  # ran once; the replay did not run it again
+
+
+async def test_an_interrupt_keyed_by_a_framework_id_shows_the_frameworks_answer_schema_and_resumes() -> None:
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
+    @define_agent
+    async def confirm(input: None, run: Run) -> Any:
+        return await run.interrupt("confirm", {"amount": 5}, key="fw-7", schema=schema)
+
+    unit = create_test_unit({"confirm": confirm})
+    parked = await unit.run("confirm")
+    assert parked.interrupt is not None
+    assert (parked.interrupt.key, parked.interrupt.answer_schema) == ("interrupt:confirm@fw-7", schema)
+    done = await unit.resume(parked.id, {"ok": True})
+    assert done.status == RunStatus.completed and done.output == {"ok": True}

@@ -355,7 +355,7 @@ async def test_engine_restart_recovers_a_run_whose_lease_lapsed(store_factory: S
     first = create_test_unit({"a": agent}, store, lease_ttl="10s")
     # A run that a dead process was executing: leased, never renewed, never finished.
     record = await first.engine.start("a", None)
-    first.engine._executions[record.id][0].cancel()  # dies before running anything
+    first.engine.executing()[record.id].cancel()  # dies before running anything
     await asyncio.sleep(0)
     second = create_test_unit({"a": agent}, store_factory(), clock=first.clock, lease_ttl="10s")
     assert (await second.engine.sweep()).recovered == 0  # lease still valid

@@ -451,7 +451,7 @@ async def test_a_parked_run_holds_no_task_timer_or_memory() -> None:
     for _ in range(10):  # cancelled lease renewals unwind over a few turns of the loop
         await asyncio.sleep(0)
     gc.collect()
-    assert engine._executions == {} and engine._timers == {} and engine._background == set()
+    assert engine.executing() == {} and engine._timers == {} and engine._background == set()
     alive = [run for ref in refs if (run := ref()) is not None]
     holders = [type(holder).__name__ for run in alive for holder in gc.get_referrers(run) if holder is not alive]
     assert not alive, f"parked runs still referenced by: {holders}"

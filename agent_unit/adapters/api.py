@@ -25,7 +25,6 @@ from ..run import Run, RunState
 __all__ = ["API_VERSION", "Adapter", "AdapterContext", "AdapterError", "AdaptedAgent", "define_adapter"]
 
 API_VERSION = 1
-_DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "REASONING_MESSAGE_CONTENT"})
 
 
 class AdapterError(AgentUnitError):
@@ -66,7 +65,7 @@ class AdapterContext:
         ``current()`` returns a key that is stable across re-runs of that unit (``None`` outside
         one); ``use_run().idempotency_key()`` inside it derives from that key.
         """
-        self.run._work_key = current
+        self.run.set_work_key(current)
 
     def stream(self, event: dict[str, Any]) -> None:
         """An AG-UI event (text, reasoning, tool, state) from live work; deltas are batched.
@@ -74,9 +73,7 @@ class AdapterContext:
         Call it from inside a journaled model or tool call: a replay runs nothing, so it
         emits nothing, as the event stream's contract requires.
         """
-        execution = self.run._execution
-        execution.events.add(dict(event))
-        execution.schedule_flush(soon=event.get("type") not in _DELTAS)
+        self.run.stream(event)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from google.genai import types
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from ..run import Park
+from ..parks import Park
 from .api import AdapterContext, AdapterError, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream

@@ -45,7 +45,7 @@ from langgraph.types import Command
 from pydantic_core import to_jsonable_python
 
 from ..events import step_finished, step_started
-from ..run import _ANY, Run
+from ..run import UNTYPED, Run
 from .api import AdapterContext, define_adapter
 from .langgraph_checkpoint import AgentUnitSaver
 
@@ -82,7 +82,7 @@ async def _ask(run: Run, name: str, key: str, payload: Any, schema: Any = None) 
     An occurrence count would shift once the graph has moved past earlier interrupts.
     """
     schema = schema if isinstance(schema, dict) else None  # a JSON Schema, when interrupt() was given one
-    return await run._interrupt(f"interrupt:{name}@{key}", name, payload, schema=schema)
+    return await run.interrupt(name, payload, key=key, schema=schema)
 
 
 def _text(message: BaseMessage) -> str:
@@ -180,7 +180,7 @@ class _Stream:
             async def read(spent: dict[str, Any] = spent) -> dict[str, Any]:
                 return spent
 
-            await run._once(key, "usage", read, (), _ANY, what="token usage", usage=lambda spent: spent)
+            await run.journaled(key, "usage", read, (), UNTYPED, what="token usage", usage=lambda spent: spent)
 
 
 async def _run(graph: Pregel, ctx: AdapterContext) -> Any:
@@ -216,7 +216,7 @@ async def _run(graph: Pregel, ctx: AdapterContext) -> Any:
         # Only new work runs from here (finished nodes never re-run). Answers to interrupts the
         # graph is already past are never read again, so they must not keep the run "replaying",
         # which would silence run.emit() in the nodes.
-        run._replay_done()
+        run.end_replay()
         stream = _Stream(ctx)
         await stream.run(runnable, command, config)
         await stream.journal_usage(run, journaled)

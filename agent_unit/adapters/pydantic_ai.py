@@ -44,7 +44,7 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_jsonable_python
 
-from ..run import _current_step
+from ..run import current_step
 from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
@@ -138,7 +138,7 @@ class _JournaledModel(WrapperModel):
         self, messages: list[ModelMessage], settings: ModelSettings | None, parameters: ModelRequestParameters
     ) -> ModelResponse:
         """Send the request, streaming text and reasoning to the run's events as they arrive."""
-        step = _current_step.get()
+        step = current_step()
         prefix = step.key if step is not None else "model"
         stream = MessageStream(self._context.stream)
         started = False

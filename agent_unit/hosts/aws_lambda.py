@@ -31,7 +31,7 @@ from ..env import drain
 from ..errors import TaskError
 from ..scheduler import run_host_tick
 from ..tasks import Task, last_tick, tasks_from_config
-from ._continue import continue_at as _continue_at
+from . import continuation
 
 __all__ = ["continue_at", "lambda_handler"]
 
@@ -48,7 +48,7 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
     here would run past this invocation's budget).
     """
     if url:
-        return _continue_at(url, secret)
+        return continuation.continue_at(url, secret)
 
     async def sweep_later(run_id: str) -> None:
         log.warning("run %s yielded but AGENT_UNIT_URL is not set: the next sweep continues it", run_id)

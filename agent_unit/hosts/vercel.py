@@ -34,7 +34,7 @@ from typing import Any
 
 from .. import env
 from ..env import use_wait_until
-from ._continue import continue_at as _continue_at
+from . import continuation
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve"]
 
@@ -72,7 +72,7 @@ def secrets() -> tuple[str | None, str | None]:
 
 
 def continue_at(url: str | None, secret: str | None) -> Callable[[str], Awaitable[None]] | None:
-    """The engine's ``on_continue`` (see :func:`agent_unit.hosts._continue.continue_at`).
+    """The engine's ``on_continue`` (see :func:`agent_unit.hosts.continuation.continue_at`).
 
     ``None`` without a URL or a secret: the run then continues in this invocation, which is
     what a local run wants. With Deployment Protection on, the bypass secret lets the
@@ -81,7 +81,7 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Awaitabl
     if not url or not secret:
         return None
     bypass = env.get("VERCEL_AUTOMATION_BYPASS_SECRET")
-    return _continue_at(url, secret, {"x-vercel-protection-bypass": bypass} if bypass else None)
+    return continuation.continue_at(url, secret, {"x-vercel-protection-bypass": bypass} if bypass else None)
 
 
 class VercelApp:
@@ -181,8 +181,8 @@ class VercelApp:
         return [unit.engine for unit in agent_units()]
 
     def _executing(self) -> list[asyncio.Task[None]]:
-        """The engines' executions in this process (the engine has no public list of them yet)."""
-        return [task for engine in self._engines() for task, _ in engine._executions.values() if not task.done()]
+        """The engines' executions still running in this process."""
+        return [task for engine in self._engines() for task in engine.executing().values() if not task.done()]
 
     def _from_cron(self, scope: Scope) -> Scope:
         """Vercel's cron sends ``GET`` with its own secret; the sweep route takes a POST with ours."""

@@ -1,4 +1,11 @@
-"""Handing a run that yielded at its budget to a fresh invocation at the deployment's own URL."""
+"""Handing a run that yielded at its budget to a fresh invocation at the deployment's own URL.
+
+A serverless host cuts an invocation after some minutes, so the engine's ``budget`` makes a
+run yield at a step boundary and calls ``on_continue(run_id)``. Every host whose functions
+answer HTTP continues the same way: a POST to its own ``/__agent-unit/continue``. A host of
+your own passes ``RunEngine(..., on_continue=continue_at(own_url, secret))`` (or
+``create_agent_unit(..., on_continue=...)``), as the Lambda and Vercel entries do.
+"""
 
 from __future__ import annotations
 
