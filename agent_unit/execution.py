@@ -55,7 +55,6 @@ class Execution:
         self._started = time.monotonic()
         self._new_steps = 0
         self._flush: asyncio.TimerHandle | None = None
-        self._flush_soon = False
         self._flushing: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
@@ -132,19 +131,23 @@ class Execution:
                 raise Cancelled() from None
         self._notify(self.record.id)
 
-    def schedule_flush(self, *, soon: bool = False) -> None:
+    def schedule_flush(self, *, soon: bool = False, within: float | None = None) -> None:
         """Write pending events if no journal write takes them first.
 
         Text and tool-argument deltas wait up to ``delta_batch_ms`` so they merge; other
-        events (``soon``) go at the loop's next turn. Either way a step that finishes without
-        yielding to the loop carries them in its own commit, so a fast step is one write.
+        events (``soon``) go at the loop's next turn; ``within`` names another wait (a step's
+        STEP_STARTED waits ``agent_unit.run.STEP_STARTED_WAIT``). A flush already due sooner is kept.
+        Either way a step that finishes before its flush carries the events in its own commit,
+        so a fast step is one write.
         """
+        delay = 0.0 if soon else self._batch_seconds if within is None else within
+        loop = asyncio.get_running_loop()
+        due = loop.time() + delay
         if self._flush is not None:
-            if not soon or self._flush_soon:
+            if self._flush.when() <= due:
                 return
             self._flush.cancel()
-        self._flush_soon = soon
-        self._flush = asyncio.get_running_loop().call_later(0 if soon else self._batch_seconds, self._start_flush)
+        self._flush = loop.call_at(due, self._start_flush)
 
     def _start_flush(self) -> None:
         self._flush = None
