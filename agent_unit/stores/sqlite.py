@@ -81,6 +81,7 @@ CREATE TABLE IF NOT EXISTS events (
   run_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   data TEXT NOT NULL,
+  n INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS state (
@@ -90,7 +91,9 @@ CREATE TABLE IF NOT EXISTS state (
   PRIMARY KEY (scope, key)
 ) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
+# Version 1 stored one event per row; version 2 adds ``n``, the events a row holds (see _insert).
+_MIGRATIONS = {1: ("ALTER TABLE events ADD COLUMN n INTEGER NOT NULL DEFAULT 1",)}
 _COLUMNS = ", ".join(RUN_COLUMNS)
 _SET_COLUMNS = ", ".join(f"{name} = ?" for name in RUN_COLUMNS[1:])
 
@@ -119,8 +122,10 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:  # a read: no lock taken
                 with self._write():
-                    if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
-                        for statement in _SCHEMA.split(";"):
+                    version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                    if version < _SCHEMA_VERSION:
+                        statements = _SCHEMA.split(";") if version == 0 else _MIGRATIONS[version]
+                        for statement in statements:
                             if statement.strip():
                                 self._db.execute(statement)
                         self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -195,6 +200,12 @@ class SQLiteStore:
     ) -> int:
         """Write journal entries and events inside the caller's transaction; return the last seq.
 
+        The events of one write are one row, keyed by its last seq, holding ``n`` events one per
+        line (an event is compact JSON: no raw newline), so a step's STEP_STARTED and
+        STEP_FINISHED cost one row, not two, in the events B-tree. Readers still get one event
+        per seq (:meth:`read_events` splits the rows). A write with an event holding a newline
+        (never one the engine makes) stores one row per event.
+
         Seqs are minted here, under the write lock ``BEGIN IMMEDIATE`` holds: the next seq
         follows the run's last event (one index seek), so it never repeats, even after a restart.
         """
@@ -206,13 +217,17 @@ class SQLiteStore:
                 )
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {run_id} already has a journal entry for {entry.key}") from None
-        last = db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
-        if events:
-            db.executemany(
-                "INSERT INTO events (run_id, seq, data) VALUES (?, ?, ?)",
-                [(run_id, last + i, data) for i, data in enumerate(events, 1)],
-            )
-        return last + len(events)
+        if not events:
+            return int(db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0])
+        rows = [events] if len(events) == 1 or not any("\n" in data for data in events) else [[d] for d in events]
+        last = 0
+        for row in rows:
+            last = db.execute(
+                "INSERT INTO events (run_id, seq, n, data) SELECT ?, coalesce(max(seq), 0) + ?, ?, ? "
+                "FROM events WHERE run_id = ? RETURNING seq",
+                (run_id, len(row), len(row), "\n".join(row), run_id),
+            ).fetchone()[0]
+        return int(last)
 
     # Each public method is ``_call`` of a synchronous one: a whole transaction that can be tried again.
 
@@ -306,12 +321,23 @@ class SQLiteStore:
         return {row[0]: journal_from_row(*row) for row in rows}
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        # A row's key is its last seq, so the rows past ``after`` hold every event past it, and
+        # each holds at least one: ``limit`` rows are enough for ``limit`` events.
         rows = await self._call(
             self._fetchall,
-            "SELECT seq, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            "SELECT seq, n, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             (run_id, min(after, _MAX_INT), -1 if limit is None else min(limit, _MAX_INT)),
         )
-        return [StoredEvent(seq, data) for seq, data in rows]
+        found: list[StoredEvent] = []
+        for last, n, data in rows:
+            if n == 1:
+                found.append(StoredEvent(last, data))
+            else:
+                first = last - n + 1
+                found += [StoredEvent(first + i, text) for i, text in enumerate(data.split("\n"))]
+        if found and found[0].seq <= after:
+            found = [event for event in found if event.seq > after]
+        return found if limit is None else found[:limit]
 
     async def last_seq(self, run_id: str) -> int:
         row = await self._call(self._fetchone, "SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,))
