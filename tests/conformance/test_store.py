@@ -108,6 +108,8 @@ async def test_append_is_fenced_by_the_lease(store: Store) -> None:
     await store.save_run(record, expected_version=2)
     with pytest.raises(LeaseLost):
         await store.append(record.id, owner="b", events=["{}"])
+    with pytest.raises(LeaseLost):  # the owner of a run that is no longer running
+        await store.append(record.id, owner="b", journal=[JournalEntry("step:c#0", "3")])
     assert list(await store.load_journal(record.id)) == ["step:a#0"]
 
 
