@@ -55,7 +55,7 @@ class Execution:
         self._started = time.monotonic()
         self._new_steps = 0
         self._flush: asyncio.TimerHandle | None = None
-        self._flush_soon = False
+        self._flush_due: float | None = None  # loop time by which pending events must be written
         self._flushing: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
@@ -108,7 +108,7 @@ class Execution:
     async def commit(self, entry: JournalEntry, *events: dict[str, Any]) -> None:
         """Journal one finished piece of work with the events waiting for it: one transaction."""
         self._new_steps += 1
-        self._cancel_flush()
+        self._flush_due = None  # this commit takes the pending events: the timer, if any, finds nothing due
         async with self.lock:
             try:
                 await self.store.append(
@@ -132,22 +132,42 @@ class Execution:
                 raise Cancelled() from None
         self._notify(self.record.id)
 
-    def schedule_flush(self, *, soon: bool = False) -> None:
+    def schedule_flush(self, *, soon: bool = False, within: float | None = None) -> None:
         """Write pending events if no journal write takes them first.
 
         Text and tool-argument deltas wait up to ``delta_batch_ms`` so they merge; other
-        events (``soon``) go at the loop's next turn. Either way a step that finishes without
-        yielding to the loop carries them in its own commit, so a fast step is one write.
+        events (``soon``) go at the loop's next turn; ``within`` names another wait (a step's
+        STEP_STARTED waits ``agent_unit.run.STEP_STARTED_WAIT``). A flush already due sooner is kept.
+        Either way a step that finishes before its flush carries the events in its own commit,
+        so a fast step is one write.
         """
+        delay = 0.0 if soon else self._batch_seconds if within is None else within
+        loop = asyncio.get_running_loop()
+        due = loop.time() + delay
+        if self._flush_due is not None and self._flush_due <= due:
+            return
+        self._flush_due = due
         if self._flush is not None:
-            if not soon or self._flush_soon:
-                return
+            if self._flush.when() <= due:
+                return  # the timer wakes first and waits on until the flush is due
             self._flush.cancel()
-        self._flush_soon = soon
-        self._flush = asyncio.get_running_loop().call_later(0 if soon else self._batch_seconds, self._start_flush)
+        self._flush = loop.call_at(due, self._on_timer)
 
-    def _start_flush(self) -> None:
+    def _on_timer(self) -> None:
+        """The timer: flush if pending events are due, wait on if they are not yet, stop if a commit took them.
+
+        A commit only forgets the due time and leaves the timer armed, so a run of fast steps
+        arms one timer per wait rather than one per step (a timer is a heap entry, made and
+        cancelled: a measurable share of a no-op step)."""
         self._flush = None
+        due = self._flush_due
+        if due is None:
+            return
+        loop = asyncio.get_running_loop()
+        if due > loop.time():
+            self._flush = loop.call_at(due, self._on_timer)
+            return
+        self._flush_due = None
         task = asyncio.ensure_future(self.flush())
         self._flushing.add(task)
         task.add_done_callback(self._flushing.discard)
@@ -156,6 +176,7 @@ class Execution:
         if self._flush is not None:
             self._flush.cancel()
             self._flush = None
+        self._flush_due = None
 
     async def flush(self) -> None:
         async with self.lock:

@@ -58,6 +58,7 @@ __all__ = [
     "RunState",
     "Secrets",
     "StepContext",
+    "STEP_STARTED_WAIT",
     "StepFailed",
     "active_run",
     "current_run",
@@ -131,6 +132,14 @@ class StepFailed(AgentUnitError):
 UNTYPED: Any = object()
 """The type of a journaled value that has none: it is stored as JSON and replayed as plain JSON
 data (dicts, lists, strings, numbers). Pass a type instead to have the value rebuilt as it."""
+STEP_STARTED_WAIT = 0.05
+"""Seconds a step's STEP_STARTED waits in the buffer before it is written on its own.
+
+A step that finishes sooner (a no-op, a cache hit, a quick sync call in its worker thread)
+writes STEP_STARTED and STEP_FINISHED in its one commit; a slower one shows STEP_STARTED live
+after this wait, at the granularity of ``delta_batch_ms``'s default. Flushing at the loop's next
+turn instead cost a sync step a second commit: its thread hop always yields to the loop."""
+
 _THREADS = sys.platform != "emscripten"  # Pyodide (Workers) has no threads: sync steps run inline there
 _pool: ThreadPoolExecutor | None = None
 
@@ -560,7 +569,10 @@ class Run:
         execution.before_step()
         for event in started:
             execution.events.add(event)
-        execution.schedule_flush(soon=True)
+        if started:
+            execution.schedule_flush(within=STEP_STARTED_WAIT)
+        else:
+            execution.schedule_flush(soon=True)
         context = StepContext(name, key, self.id, self.attempt)
         if args is None:
             args = (context,) if _wants_context(fn) else ()

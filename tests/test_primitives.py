@@ -22,6 +22,7 @@ from agent_unit import (
     define_agent,
     use_run,
 )
+from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
@@ -569,6 +570,15 @@ async def test_a_local_return_annotation_is_not_an_error() -> None:
     assert (await create_test_unit({"a": agent}).run("a")).output == {"a": 1}
 
 
+async def _until_stored(unit: Any, run_id: str, kind: str) -> list[str]:
+    """The run's stored event types, once one of them is ``kind`` (the caller's timeout bounds it)."""
+    while True:
+        types = [event["type"] for event in await unit.events(run_id)]
+        if kind in types:
+            return types
+        await asyncio.sleep(0.005)
+
+
 async def test_step_started_reaches_the_store_while_the_step_runs() -> None:
     release = asyncio.Event()
 
@@ -581,10 +591,68 @@ async def test_step_started_reaches_the_store_while_the_step_runs() -> None:
 
     unit = create_test_unit({"a": agent})
     record = await unit.engine.start("a", None)
-    await asyncio.sleep(0.12)  # > delta_batch_ms
-    assert [event["type"] for event in await unit.events(record.id)] == ["RUN_STARTED", "STEP_STARTED"]
+    stored = await asyncio.wait_for(_until_stored(unit, record.id, "STEP_STARTED"), 30)
+    assert stored == ["RUN_STARTED", "STEP_STARTED"]
     release.set()
     await unit.engine.wait(record.id)
+
+
+async def test_a_sync_step_still_running_shows_step_started_in_the_store() -> None:
+    import threading
+
+    release = threading.Event()
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        await run.step("blocking", lambda: release.wait(60))
+
+    unit = create_test_unit({"a": agent})
+    record = await unit.engine.start("a", None)
+    try:
+        stored = await asyncio.wait_for(_until_stored(unit, record.id, "STEP_STARTED"), 30)
+    finally:
+        release.set()  # the step blocks until the test saw its STEP_STARTED stored
+    assert stored == ["RUN_STARTED", "STEP_STARTED"]
+    assert (await unit.engine.wait(record.id)).status == RunStatus.completed
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts its journal and event writes."""
+
+    appends = 0
+
+    async def append(self, run_id: str, **writes: Any) -> int:
+        self.appends += 1
+        return await super().append(run_id, **writes)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_fast_step_is_one_commit_whether_its_function_is_sync_or_async(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wait no thread hop outlasts, so the count does not depend on the machine's load:
+    # before, STEP_STARTED was flushed at the loop's next turn, which a sync step always yields.
+    monkeypatch.setattr("agent_unit.run.STEP_STARTED_WAIT", 60.0)
+
+    def sync_noop() -> int:
+        return 1
+
+    async def async_noop() -> int:
+        return 1
+
+    @define_agent
+    async def agent(input: None, run: Run) -> int:
+        total = 0
+        for i in range(20):
+            total += await run.step(f"s{i}", sync_noop if kind == "sync" else async_noop)
+        return total
+
+    store = CountingStore()
+    unit = create_test_unit({"a": agent}, store)
+    record = await unit.run("a")
+    assert record.output == 20 and store.appends == 20
+    types = [event["type"] for event in await unit.events(record.id)]
+    assert types == ["RUN_STARTED", *["STEP_STARTED", "STEP_FINISHED"] * 20, "RUN_FINISHED"]
 
 
 class HTTPStatusError(Exception):

@@ -81,6 +81,7 @@ CREATE TABLE IF NOT EXISTS events (
   run_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
   data TEXT NOT NULL,
+  n INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS state (
@@ -90,8 +91,16 @@ CREATE TABLE IF NOT EXISTS state (
   PRIMARY KEY (scope, key)
 ) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
+# Version 1 stored one event per row; version 2 adds ``n``, the events a row holds (see _insert).
+_MIGRATIONS = {1: ("ALTER TABLE events ADD COLUMN n INTEGER NOT NULL DEFAULT 1",)}
 _COLUMNS = ", ".join(RUN_COLUMNS)
+_EVENTS_ROW = "INSERT INTO events (run_id, seq, n, data) VALUES (?, ?, ?, ?)"
+_FENCE = "SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
+_FENCED_ENTRY = (
+    "INSERT INTO journal (run_id, key, value, error, meta) SELECT ?, ?, ?, ?, ? "
+    "FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
+)
 _SET_COLUMNS = ", ".join(f"{name} = ?" for name in RUN_COLUMNS[1:])
 
 
@@ -119,8 +128,10 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:  # a read: no lock taken
                 with self._write():
-                    if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
-                        for statement in _SCHEMA.split(";"):
+                    version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                    if version < _SCHEMA_VERSION:
+                        statements = _SCHEMA.split(";") if version == 0 else _MIGRATIONS[version]
+                        for statement in statements:
                             if statement.strip():
                                 self._db.execute(statement)
                         self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -195,6 +206,12 @@ class SQLiteStore:
     ) -> int:
         """Write journal entries and events inside the caller's transaction; return the last seq.
 
+        The events of one write are one row, keyed by its last seq, holding ``n`` events one per
+        line (an event is compact JSON: no raw newline), so a step's STEP_STARTED and
+        STEP_FINISHED cost one row, not two, in the events B-tree. Readers still get one event
+        per seq (:meth:`read_events` splits the rows). A write with an event holding a newline
+        (never one the engine makes) stores one row per event.
+
         Seqs are minted here, under the write lock ``BEGIN IMMEDIATE`` holds: the next seq
         follows the run's last event (one index seek), so it never repeats, even after a restart.
         """
@@ -206,12 +223,14 @@ class SQLiteStore:
                 )
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {run_id} already has a journal entry for {entry.key}") from None
-        last = db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
-        if events:
-            db.executemany(
-                "INSERT INTO events (run_id, seq, data) VALUES (?, ?, ?)",
-                [(run_id, last + i, data) for i, data in enumerate(events, 1)],
-            )
+        last = int(db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0])
+        # INSERT VALUES, not INSERT … SELECT max(seq) FROM events: reading the table it writes makes
+        # SQLite copy the rows through a temporary table first, which cost more than the statement saved.
+        if len(events) == 1 or not any("\n" in data for data in events):
+            if events:
+                db.execute(_EVENTS_ROW, (run_id, last + len(events), len(events), "\n".join(events)))
+        else:
+            db.executemany(_EVENTS_ROW, [(run_id, last + i, 1, data) for i, data in enumerate(events, 1)])
         return last + len(events)
 
     # Each public method is ``_call`` of a synchronous one: a whole transaction that can be tried again.
@@ -274,12 +293,17 @@ class SQLiteStore:
         try:
             # The fence is a read: under BEGIN IMMEDIATE no other writer can change the row
             # before this transaction commits, and not writing it halves the pages a step dirties.
-            held = db.execute(
-                "SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'", (run_id, owner)
-            ).fetchone()
-            if held is None:
+            # A step's one journal entry carries the fence in its INSERT … SELECT: one statement fewer.
+            if journal:
+                try:
+                    held = db.execute(_FENCED_ENTRY, (*journal_row(run_id, journal[0]), run_id, owner)).rowcount == 1
+                except sqlite3.IntegrityError:
+                    raise RunConflict(f"run {run_id} already has a journal entry for {journal[0].key}") from None
+            else:
+                held = db.execute(_FENCE, (run_id, owner)).fetchone() is not None
+            if not held:
                 raise LeaseLost(f"run {run_id} is no longer held by this executor")
-            last = self._insert(db, run_id, journal, events)
+            last = self._insert(db, run_id, journal[1:], events)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -306,12 +330,23 @@ class SQLiteStore:
         return {row[0]: journal_from_row(*row) for row in rows}
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        # A row's key is its last seq, so the rows past ``after`` hold every event past it, and
+        # each holds at least one: ``limit`` rows are enough for ``limit`` events.
         rows = await self._call(
             self._fetchall,
-            "SELECT seq, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            "SELECT seq, n, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             (run_id, min(after, _MAX_INT), -1 if limit is None else min(limit, _MAX_INT)),
         )
-        return [StoredEvent(seq, data) for seq, data in rows]
+        found: list[StoredEvent] = []
+        for last, n, data in rows:
+            if n == 1:
+                found.append(StoredEvent(last, data))
+            else:
+                first = last - n + 1
+                found += [StoredEvent(first + i, text) for i, text in enumerate(data.split("\n"))]
+        if found and found[0].seq <= after:
+            found = [event for event in found if event.seq > after]
+        return found if limit is None else found[:limit]
 
     async def last_seq(self, run_id: str) -> int:
         row = await self._call(self._fetchone, "SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,))

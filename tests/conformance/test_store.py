@@ -108,6 +108,8 @@ async def test_append_is_fenced_by_the_lease(store: Store) -> None:
     await store.save_run(record, expected_version=2)
     with pytest.raises(LeaseLost):
         await store.append(record.id, owner="b", events=["{}"])
+    with pytest.raises(LeaseLost):  # the owner of a run that is no longer running
+        await store.append(record.id, owner="b", journal=[JournalEntry("step:c#0", "3")])
     assert list(await store.load_journal(record.id)) == ["step:a#0"]
 
 
@@ -146,6 +148,22 @@ async def test_seqs_strictly_increase_across_every_kind_of_write(store: Store) -
     assert [event.seq for event in await store.read_events(record.id, after=1, limit=2)] == [2, 3]
     assert await store.last_seq(record.id) == 5
     assert await store.last_seq("run_missing") == 0
+
+
+async def test_each_event_of_one_write_reads_back_as_written_under_its_own_seq(store: Store) -> None:
+    # A store may keep the events of one write together (SQLite keeps them in one row); readers
+    # still get each event, exactly as written, under its own seq, from any point.
+    record = make_record()
+    await store.create_run(record, events=['{"type":"RUN_STARTED"}'])
+    await store.append(record.id, owner="a", journal=[JournalEntry("k", "1")], events=['{"a":1}', '{"b":"x"}'])
+    await store.append(record.id, owner="a", events=['{\n  "c": 2\n}', '{"d":3}', "{}"])  # an event holding a newline
+    written = ['{"type":"RUN_STARTED"}', '{"a":1}', '{"b":"x"}', '{\n  "c": 2\n}', '{"d":3}', "{}"]
+    assert [(event.seq, event.data) for event in await store.read_events(record.id)] == list(enumerate(written, 1))
+    for after in range(7):
+        for limit in (None, 1, 2):
+            expected = list(enumerate(written, 1))[after:][:limit]
+            read = await store.read_events(record.id, after=after, limit=limit)
+            assert [(event.seq, event.data) for event in read] == expected, (after, limit)
 
 
 async def test_concurrent_appends_never_repeat_a_seq(store_factory: StoreFactory) -> None:

@@ -1,0 +1,74 @@
+"""The SQLite store keeps the events of one write in one row; readers still see one event per seq."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from agent_unit import Run, define_agent
+from agent_unit.stores.sqlite import SQLiteStore
+from agent_unit.testing import create_test_unit
+
+from .conformance.test_store import make_record
+
+# The events table as schema version 1 made it: one event per row.
+_VERSION_1 = """
+CREATE TABLE runs (id TEXT PRIMARY KEY, agent TEXT NOT NULL, thread_id TEXT NOT NULL, status TEXT NOT NULL,
+  version INTEGER NOT NULL, lease_owner TEXT, lease_expires REAL, due_at REAL, data TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX runs_due ON runs (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX runs_status ON runs (status, id);
+CREATE INDEX runs_agent ON runs (agent, id);
+CREATE INDEX runs_thread ON runs (thread_id, id);
+CREATE TABLE journal (run_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT, error TEXT, meta TEXT,
+  PRIMARY KEY (run_id, key)) WITHOUT ROWID;
+CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE state (scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (scope, key))
+  WITHOUT ROWID;
+INSERT INTO events (run_id, seq, data) VALUES ('run_old', 1, '{"type":"RUN_STARTED"}'), ('run_old', 2, '{}');
+PRAGMA user_version = 1;
+"""
+
+
+def event_rows(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT count(*) FROM events").fetchone()[0])
+
+
+async def test_a_steps_started_and_finished_events_are_one_row_and_read_as_two_events(tmp_path: Path) -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> int:
+        for i in range(3):
+            await run.step(f"s{i}", lambda: None)
+        return 3
+
+    path = tmp_path / "events.db"
+    store = SQLiteStore(path)
+    unit = create_test_unit({"a": agent}, store)
+    record = await unit.run("a")
+    events = await unit.events(record.id)
+    assert [(event["seq"], event["type"]) for event in events] == list(
+        enumerate(["RUN_STARTED", *["STEP_STARTED", "STEP_FINISHED"] * 3, "RUN_FINISHED"], 1)
+    )
+    assert event_rows(path) == 5  # RUN_STARTED, one row per step, RUN_FINISHED
+    await store.close()
+
+
+async def test_a_file_from_schema_version_1_keeps_its_events_and_takes_new_ones(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(_VERSION_1)
+    store = SQLiteStore(path)
+    try:
+        assert [(event.seq, event.data) for event in await store.read_events("run_old")] == [
+            (1, '{"type":"RUN_STARTED"}'),
+            (2, "{}"),
+        ]
+        assert await store.last_seq("run_old") == 2
+        record = make_record()
+        assert await store.create_run(record, events=['{"a":1}', '{"b":2}']) == 2
+        assert [(event.seq, event.data) for event in await store.read_events(record.id, after=1)] == [(2, '{"b":2}')]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
