@@ -1,0 +1,233 @@
+"""The Worker and its two Durable Object classes, run in the Workers *simulation* (workers_sim).
+
+Each flow goes through the Worker's ``fetch`` (or ``scheduled``, or an alarm) as Cloudflare
+would deliver it. A *new isolate* is a new Worker and new object instances over the same
+storage, as after a deploy or an eviction; the old isolate's handles stop working.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from agent_unit import env as agent_env
+from agent_unit.clock import ManualClock
+
+from . import agents as fixtures
+from .workers_sim import Request, Response, WorkersSim, uninstall
+
+SECRET = "s3cret"
+BINDINGS = {"AGENT_UNIT_RUNS": "AgentUnitRun", "AGENT_UNIT_INDEX": "AgentUnitIndex"}
+
+
+class Deployment:
+    """One Worker deployed on the simulation; :meth:`boot` starts a new isolate."""
+
+    def __init__(self) -> None:
+        self.clock = ManualClock(datetime(2026, 12, 1, 8, 0, tzinfo=UTC))
+        self.sim = WorkersSim(self.clock)
+        self.options: dict[str, Any] = {}
+
+    def boot(self, **options: Any) -> Any:
+        from workers import WorkerEntrypoint
+
+        from agent_unit.hosts.cloudflare import create_worker
+
+        self.options = {**self.options, **options}
+        worker = create_worker(lambda: fixtures.AGENTS, clock=self.clock, **self.options)
+
+        class Default(WorkerEntrypoint):  # what the build's src/entry.py holds
+            async def fetch(self, request: Any) -> Any:
+                return await worker.fetch(request, self.env, self.ctx)
+
+            async def scheduled(self, controller: Any, env: Any, ctx: Any) -> None:
+                await worker.scheduled(controller, self.env, self.ctx)
+
+        classes = {"AgentUnitRun": worker.AgentUnitRun, "AgentUnitIndex": worker.AgentUnitIndex}
+        self.sim.isolate(Default, classes, BINDINGS, {"AGENT_UNIT_SECRET": SECRET})
+        return worker
+
+    async def call(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] = {}) -> Response:
+        sent = {"content-type": "application/json", **headers} if body is not None else dict(headers)
+        data = b"" if body is None else json.dumps(body).encode()
+        return await self.sim.fetch(
+            Request(f"https://agents.example.com{path}", method=method, headers=sent, body=data)
+        )
+
+    async def json(self, method: str, path: str, body: Any = None) -> Any:
+        response = await self.call(method, path, body)
+        assert response.status < 300, (response.status, await response.text())
+        return await response.json()
+
+    def advance(self, seconds: float) -> None:
+        self.clock.advance(timedelta(seconds=seconds))
+
+
+@pytest.fixture
+async def deployment() -> AsyncIterator[Deployment]:
+    fixtures.calls.clear()
+    fixtures.gate.clear()
+    yield Deployment()
+    fixtures.gate.set()
+    agent_env.bind(None)
+    uninstall()
+
+
+async def test_the_refund_flow_pauses_in_one_isolate_and_completes_in_another_charging_once(
+    deployment: Deployment,
+) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "o1"}})
+    assert started["status"] == "interrupted"
+    run_id = started["id"]
+    inbox = await deployment.json("GET", "/runs?status=interrupted")
+    assert [run["id"] for run in inbox["runs"]] == [run_id]
+
+    deployment.boot()  # a new isolate over the same storage
+    resumed = await deployment.json("POST", f"/runs/{run_id}/resume?wait=1", {"answer": {"approved": True}})
+    assert resumed["status"] == "completed"
+    assert resumed["output"] == "refunded"
+    assert fixtures.calls["charge o1"] == 1
+    assert (await deployment.json("GET", f"/runs/{run_id}"))["status"] == "completed"
+    assert (await deployment.json("GET", "/runs?status=completed"))["runs"][0]["id"] == run_id
+    again = await deployment.call("POST", f"/runs/{run_id}/resume", {"answer": {"approved": True}})
+    assert again.status == 409
+    assert fixtures.calls["charge o1"] == 1
+
+
+async def test_each_run_lives_in_its_own_object_and_a_bad_answer_leaves_it_parked(deployment: Deployment) -> None:
+    deployment.boot()
+    first = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "a"}})
+    second = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "b"}})
+    run_objects = [key for key in deployment.sim.storage if key[0] == "AgentUnitRun"]
+    assert len(run_objects) == 2
+    bad = await deployment.call("POST", f"/runs/{first['id']}/resume", {"answer": {"approved": "maybe"}})
+    assert bad.status == 422
+    assert (await deployment.json("GET", f"/runs/{first['id']}"))["status"] == "interrupted"
+    assert (await deployment.json("GET", f"/runs/{second['id']}"))["status"] == "interrupted"
+    missing = await deployment.call("GET", "/runs/run_00000000000000000000000000")
+    assert missing.status == 404
+    assert (await missing.json())["error"]["code"]
+
+
+async def test_a_sleep_is_woken_by_the_run_objects_alarm(deployment: Deployment) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "fox"})
+    assert started["status"] == "sleeping"
+    (alarm,) = deployment.sim.alarms().values()
+    assert alarm == pytest.approx((deployment.clock.time() + 3600) * 1000)
+
+    assert await deployment.sim.deliver_alarms() == 0  # not due yet
+    deployment.advance(3600)
+    deployment.boot()  # the object was evicted meanwhile
+    assert await deployment.sim.deliver_alarms() == 1
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert done["status"] == "completed"
+    assert done["output"] == "rested fox"
+    assert fixtures.calls == {"before nap": 1, "after nap": 1}
+    assert deployment.sim.alarms() == {}  # finished, no retention: nothing left to wake
+
+
+async def test_an_alarm_delivered_twice_repeats_no_completed_step(deployment: Deployment) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "owl"})
+    deployment.advance(3600)
+    assert await deployment.sim.deliver_alarms(again=True) == 2
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert done["status"] == "completed"
+    assert fixtures.calls == {"before nap": 1, "after nap": 1}
+    events = await deployment.call("GET", f"/runs/{started['id']}/events")
+    assert (await events.text()).count('"type":"RUN_FINISHED"') == 1
+
+
+async def test_a_run_whose_isolate_dies_mid_step_is_recovered_by_its_alarm(deployment: Deployment) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/stuck/runs", {"input": "x"})
+    for _ in range(50):  # let the execution reach the step that never finishes in this isolate
+        if fixtures.calls["slow"]:
+            break
+        await _tick()
+    assert fixtures.calls == {"first": 1, "slow": 1}
+    assert deployment.sim.alarms(), "the alarm is set before the run executes"
+
+    deployment.boot()  # the isolate died mid-step
+    assert await deployment.sim.deliver_alarms() == 0  # the lease has not lapsed yet
+    deployment.advance(31)
+    assert await deployment.sim.deliver_alarms() == 1
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert done["status"] == "completed"
+    assert done["attempt"] == 2
+    assert fixtures.calls == {"first": 1, "slow": 2}  # the finished step is not repeated
+
+
+async def test_a_run_that_yields_at_its_budget_continues_in_the_next_alarm(deployment: Deployment) -> None:
+    deployment.boot(budget="1ms")
+    started = await deployment.json("POST", "/agents/long/runs?wait=1", {"input": 4})
+    assert started["status"] == "queued"
+    alarms = 0
+    while (await deployment.json("GET", f"/runs/{started['id']}"))["status"] == "queued":
+        alarms += await deployment.sim.deliver_alarms()
+        assert alarms < 20
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert (done["status"], done["output"]) == ("completed", 6)
+    assert alarms >= 2
+
+
+async def test_the_event_stream_resumes_after_last_event_id(deployment: Deployment) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "o2"}})
+    run_id = started["id"]
+    whole = await deployment.call("GET", f"/runs/{run_id}/events", headers={"accept": "text/event-stream"})
+    assert whole.status == 200
+    ids = _sse_ids(await whole.text())
+    assert ids == list(range(1, len(ids) + 1)) and len(ids) >= 3
+
+    await deployment.json("POST", f"/runs/{run_id}/resume?wait=1", {"answer": {"approved": False}})
+    rest = await deployment.call(
+        "GET", f"/runs/{run_id}/events", headers={"accept": "text/event-stream", "last-event-id": str(ids[-1])}
+    )
+    later = _sse_ids(await rest.text())
+    assert later and later[0] == ids[-1] + 1
+    assert "RUN_FINISHED" in (
+        await (
+            await deployment.call(
+                "GET",
+                f"/runs/{run_id}/events",
+                headers={"accept": "text/event-stream", "last-event-id": str(later[-2])},
+            )
+        ).text()
+    )
+
+
+async def test_a_task_runs_from_scheduled_once_per_tick(deployment: Deployment) -> None:
+    tasks = {"digest": {"schedule": "0 8 * * *", "handler": "tests.cloudflare.agents:digest"}}
+    deployment.boot(crons={"0 8 * * *": ["digest"]}, tasks=tasks)
+    at = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    await deployment.sim.scheduled("0 8 * * *", at.timestamp() * 1000)
+    await deployment.sim.scheduled("0 8 * * *", at.timestamp() * 1000)  # delivered again
+    await deployment.sim.scheduled("*/5 * * * *", at.timestamp() * 1000)  # a cron with no task here
+    assert fixtures.calls == {f"task digest {at.isoformat()}": 1}
+
+
+async def test_the_internal_routes_need_the_secret_and_the_api_answers_in_json(deployment: Deployment) -> None:
+    deployment.boot()
+    refused = await deployment.call("POST", "/__agent-unit/sweep")
+    assert refused.status == 401
+    assert (await refused.json())["error"]["code"]
+    manifest = await deployment.json("GET", "/agents")
+    assert {agent["name"] for agent in manifest["agents"]} >= {"refund", "napper"}
+    assert (await deployment.call("GET", "/healthz")).status == 200
+
+
+def _sse_ids(text: str) -> list[int]:
+    return [int(line.removeprefix("id:").strip()) for line in text.splitlines() if line.startswith("id:")]
+
+
+async def _tick() -> None:
+    import asyncio
+
+    await asyncio.sleep(0)
