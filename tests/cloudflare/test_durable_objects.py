@@ -8,6 +8,7 @@ storage, as after a deploy or an eviction; the old isolate's handles stop workin
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,7 +39,10 @@ class Deployment:
         from agent_unit.hosts.cloudflare import create_worker
 
         self.options = {**self.options, **options}
-        worker = create_worker(lambda: fixtures.AGENTS, clock=self.clock, **self.options)
+        options = {"agents": lambda: fixtures.AGENTS, "clock": self.clock, **self.options}
+        if options.get("server") is not None:
+            options = {key: value for key, value in options.items() if key not in ("agents", "clock")}
+        worker = create_worker(**options)
 
         class Default(WorkerEntrypoint):  # what the build's src/entry.py holds
             async def fetch(self, request: Any) -> Any:
@@ -65,6 +69,32 @@ class Deployment:
 
     def advance(self, seconds: float) -> None:
         self.clock.advance(timedelta(seconds=seconds))
+
+
+@pytest.fixture(autouse=True)
+def no_threads_signals_or_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pyodide has none of them: a flow that would start one fails here."""
+    import signal
+    import subprocess
+    import threading
+
+    def refusing(original: Any) -> Any:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            frame = sys._getframe(1)
+            while frame is not None:  # the test runner's own (its timeout, asyncio's runner) is allowed
+                if str(frame.f_globals.get("__name__", "")).startswith(("agent_unit", "tests.cloudflare")):
+                    raise AssertionError("the Worker runtime started a thread, a signal handler or a subprocess")
+                frame = frame.f_back  # type: ignore[assignment]
+            return original(*args, **kwargs)
+
+        return refuse
+
+    # Sync steps run inline under Pyodide (sys.platform "emscripten"), in a worker thread on CPython:
+    # the simulation runs them as Pyodide does.
+    monkeypatch.setattr("agent_unit.run._THREADS", False)
+    monkeypatch.setattr(threading.Thread, "start", refusing(threading.Thread.start))
+    monkeypatch.setattr(signal, "signal", refusing(signal.signal))
+    monkeypatch.setattr(subprocess.Popen, "__init__", refusing(subprocess.Popen.__init__))
 
 
 @pytest.fixture
@@ -231,3 +261,59 @@ async def _tick() -> None:
     import asyncio
 
     await asyncio.sleep(0)
+
+
+async def test_wait_until_work_is_the_invocations_and_env_reads_the_workers_bindings(deployment: Deployment) -> None:
+    deployment.boot(server=lambda: own_server_app(), agents=None)
+    answered = await deployment.call("GET", "/hello")
+    assert answered.status == 200
+    assert await answered.json() == {"greeting": SECRET, "lifespans": 1}
+    assert fixtures.calls["later"] == 1  # ctx.waitUntil kept it running: done before the invocation ended
+    assert (await deployment.call("GET", "/hello")).status == 200
+    assert own_server_lifespans == [1, 2]  # the adapter runs the app's lifespan around every request
+
+
+async def test_the_default_runtime_serves_from_the_worker_and_its_cron_sweep_wakes_runs(
+    deployment: Deployment,
+) -> None:
+    deployment.boot(runtime="default", store="memory://", crons={"* * * * *": ["agent-unit:sweep"]})
+    started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "cat"})
+    assert started["status"] == "sleeping"
+    assert not [key for key in deployment.sim.storage if key[0] == "AgentUnitRun"]  # no run object used
+    deployment.advance(3600)
+    await deployment.sim.scheduled("* * * * *")
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert (done["status"], done["output"]) == ("completed", "rested cat")
+
+
+own_server_lifespans: list[int] = []
+
+
+def own_server_app() -> Any:
+    """A user's own Starlette app (``server = "app:app"``) with a lifespan of its own."""
+    import contextlib
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from agent_unit.env import env, wait_until
+
+    own_server_lifespans.clear()
+    started = [0]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        started[0] += 1
+        yield
+        own_server_lifespans.append(started[0])
+
+    async def later() -> None:
+        await _tick()
+        fixtures.calls["later"] += 1
+
+    async def hello(request: Any) -> JSONResponse:
+        wait_until(later())
+        return JSONResponse({"greeting": env["AGENT_UNIT_SECRET"], "lifespans": started[0]})
+
+    return Starlette(routes=[Route("/hello", hello)], lifespan=lifespan)
