@@ -21,7 +21,7 @@ the thread, agent and app state, and the scheduled tasks' tick claims.
 :class:`DurableObjectsStore` is the store protocol over both, so the engine and the HTTP app are
 the same as on every other host: inside a run's object its own run is read and written
 locally, any other run through that run's object, lists and state through the index. Objects
-talk through RPC methods taking and returning JSON text.
+talk through one RPC method, ``agent_unit_rpc(op, payload)``, taking and returning JSON text.
 
 The engine still takes a lease when it executes. In an object only that object executes its
 run, so nobody contends for it; a protocol request that resumes another run (an A2A message
@@ -356,7 +356,7 @@ class DurableObjectsStore:
 
     async def index(self, op: str, **args: Any) -> Any:
         stub = self._index_ns.get(self._index_ns.idFromName(INDEX_NAME))
-        return await _remote(stub.call(op, json.dumps(args)))
+        return await _remote(stub.agent_unit_rpc(op, json.dumps(args)))
 
     def fresh_stub(self) -> Any:
         """A stub of a new, empty run object: a request that may start a run is served there."""
@@ -380,7 +380,7 @@ class DurableObjectsStore:
         stub = await self.stub_for(run_id)
         if stub is None:
             return missing
-        return await _remote(stub.call(op, json.dumps({"run_id": run_id, **args})))
+        return await _remote(stub.agent_unit_rpc(op, json.dumps({"run_id": run_id, **args})))
 
     def _local(self, run_id: str) -> RunStorage | None:
         return self.home if self.home is not None and self.home.run_id == run_id else None
@@ -398,7 +398,7 @@ class DurableObjectsStore:
         # Not in an empty run object: the run gets an object of its own.
         stub = self.fresh_stub()
         payload = {"record": list(run_row(record)), "events": list(events)}
-        return int(await _remote(stub.call("create_run", json.dumps(payload))))
+        return int(await _remote(stub.agent_unit_rpc("create_run", json.dumps(payload))))
 
     async def load_run(self, run_id: str) -> RunRecord | None:
         if (local := self._local(run_id)) is not None:
@@ -614,7 +614,11 @@ def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any],
             with contextlib.suppress(RunNotFound):  # past its retention: the sweep deleted it
                 await engine.wait(run_id)  # the alarm invocation lasts as long as the execution
 
-        async def call(self, op: str, payload: str) -> str:
+        async def agent_unit_rpc(self, op: str, payload: str) -> str:
+            """A store operation on this object's run, from another object or the Worker (JS RPC).
+
+            Named so that no stub property shadows it (``call``, ``fetch``, ``then`` are taken).
+            """
             return await answer(self.store.serve(op, json.loads(payload)))
 
     class AgentUnitIndex(DurableObject):  # type: ignore[misc]
@@ -624,7 +628,7 @@ def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any],
             super().__init__(ctx, env)
             self.storage = IndexStorage(ctx.storage)
 
-        async def call(self, op: str, payload: str) -> str:
+        async def agent_unit_rpc(self, op: str, payload: str) -> str:
             return await answer(self.storage.call(op, json.loads(payload)))
 
     return AgentUnitRun, AgentUnitIndex
