@@ -184,7 +184,7 @@ class Worker:
             database = getattr(worker_env, binding, None)
             if database is None:
                 raise ValueError(f"store {url!r}: the Worker has no binding named {binding}: add it to wrangler.jsonc")
-            return D1Store(database)
+            return D1Store(database, binding=binding)
         from ..stores import open_store
 
         return open_store(url)

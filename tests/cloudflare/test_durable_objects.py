@@ -267,3 +267,52 @@ def own_server_app() -> Any:
         return JSONResponse({"greeting": env["AGENT_UNIT_SECRET"], "lifespans": started[0]})
 
     return Starlette(routes=[Route("/hello", hello)], lifespan=lifespan)
+
+
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def test_mcp_starts_a_run_in_its_own_object_and_resumes_it_from_another(deployment: Deployment) -> None:
+    deployment.boot()
+
+    async def tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        answered = await deployment.call("POST", "/mcp", call, headers=MCP_HEADERS)
+        assert answered.status == 200, await answered.text()
+        result: dict[str, Any] = (await answered.json())["result"]
+        return result
+
+    paused = await tool("refund", {"order_id": "m1"})
+    run_id = paused["structuredContent"]["run_id"]
+    assert (await deployment.json("GET", f"/runs/{run_id}"))["status"] == "interrupted"
+    done = await tool("resume_run", {"run_id": run_id, "answer": {"approved": True}})
+    assert done["isError"] is False, done
+    assert (await deployment.json("GET", f"/runs/{run_id}"))["status"] == "completed"
+    assert fixtures.calls["charge m1"] == 1
+    assert deployment.sim.alarms() == {}
+
+
+async def test_a_cancelled_run_is_deleted_with_its_object_storage_and_leaves_the_list(deployment: Deployment) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "c1"}})
+    run_id = started["id"]
+    assert (await deployment.call("DELETE", f"/runs/{run_id}")).status == 409  # still live
+    cancelled = await deployment.json("POST", f"/runs/{run_id}/cancel")
+    assert cancelled["status"] == "cancelled"
+    assert (await deployment.call("DELETE", f"/runs/{run_id}")).status in (200, 204)
+    assert (await deployment.call("GET", f"/runs/{run_id}")).status == 404
+    assert (await deployment.json("GET", "/runs"))["runs"] == []
+
+
+async def test_a_finished_run_is_deleted_by_its_alarm_after_its_retention(deployment: Deployment) -> None:
+    deployment.boot(retention="1d")
+    started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "eel"})
+    deployment.advance(3600)
+    await deployment.sim.deliver_alarms()
+    assert (await deployment.json("GET", f"/runs/{started['id']}"))["status"] == "completed"
+    (alarm,) = deployment.sim.alarms().values()
+    assert alarm == pytest.approx((deployment.clock.time() + 86400) * 1000)
+    deployment.advance(86400)
+    assert await deployment.sim.deliver_alarms() == 1
+    assert (await deployment.call("GET", f"/runs/{started['id']}")).status == 404
+    assert (await deployment.json("GET", "/runs"))["runs"] == []
