@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -64,6 +65,8 @@ INDEX_BINDING = "AGENT_UNIT_INDEX"
 INDEX_NAME = "agent-unit"
 """The name of the one index object (``idFromName``)."""
 
+log = logging.getLogger("agent_unit.hosts.durable_objects")
+
 _COLUMNS = ", ".join(RUN_COLUMNS)
 _SET_COLUMNS = ", ".join(f"{name} = ?" for name in RUN_COLUMNS[1:])
 _RUN_TABLE = """CREATE TABLE IF NOT EXISTS runs (
@@ -86,6 +89,8 @@ _INDEX_SCHEMA = (
     "PRIMARY KEY (task, at))",
 )
 _MAX_INT = 2**63 - 1
+RELIST_AFTER = 60.0
+"""Seconds after a save the index missed before the run's alarm lists it again."""
 
 
 def _rows(cursor: Any) -> list[dict[str, Any]]:
@@ -117,6 +122,12 @@ class RunStorage:
     def _transaction(self, fn: Callable[[], Any]) -> Any:
         sync = getattr(self.storage, "transactionSync", None)
         return fn() if sync is None else sync(fn)
+
+    async def alarm_by(self, at: float) -> None:
+        """Make sure the alarm fires by ``at`` (an earlier one stays)."""
+        current = await self.storage.getAlarm()
+        if current is None or float(current) > at * 1000:
+            await self.storage.setAlarm(int(at * 1000))
 
     async def _alarm(self, due_at: float | None) -> None:
         if due_at is None:
@@ -388,13 +399,24 @@ class DurableObjectsStore:
     async def _register(self, record: RunRecord) -> None:
         await self.index("put_run", obj=self.object_id, row=list(run_row(record)))
 
+    async def relist(self, record: RunRecord) -> None:
+        """Update the run's copy in the index after a save here. The save stands if the index
+        cannot be reached (this object is the run's truth): the list is stale until the run's
+        next save or alarm, which lists it again."""
+        try:
+            await self._register(record)
+        except StoreUnavailable:
+            log.warning("the run list could not be updated for run %s; its next save or alarm does it", record.id)
+            if self.home is not None:
+                await self.home.alarm_by(record.updated_at.timestamp() + RELIST_AFTER)
+
     # -- the protocol ----------------------------------------------------------------------
 
     async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
         if self.home is not None and self.home.run_id is None:
-            last = await self.home.create(record, events)
+            # Listed first: a run the index cannot find could never be reached by its id.
             await self._register(record)
-            return last
+            return await self.home.create(record, events)
         # Not in an empty run object: the run gets an object of its own.
         stub = self.fresh_stub()
         payload = {"record": list(run_row(record)), "events": list(events)}
@@ -416,7 +438,7 @@ class DurableObjectsStore:
     ) -> int:
         if (local := self._local(record.id)) is not None:
             last, saved = await local.save(record, expected_version, journal, events)
-            await self._register(saved)
+            await self.relist(saved)
             return last
         payload = {
             "record": list(run_row(record)),
@@ -613,6 +635,8 @@ def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any],
                 await engine.sweep()
             with contextlib.suppress(RunNotFound):  # past its retention: the sweep deleted it
                 await engine.wait(run_id)  # the alarm invocation lasts as long as the execution
+            if self.store.home is not None and (now := self.store.home.load(run_id)) is not None:
+                await self.store.relist(now)  # heals a list an unreachable index left stale
 
         async def agent_unit_rpc(self, op: str, payload: str) -> str:
             """A store operation on this object's run, from another object or the Worker (JS RPC).

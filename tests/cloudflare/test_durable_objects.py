@@ -316,3 +316,27 @@ async def test_a_finished_run_is_deleted_by_its_alarm_after_its_retention(deploy
     assert await deployment.sim.deliver_alarms() == 1
     assert (await deployment.call("GET", f"/runs/{started['id']}")).status == 404
     assert (await deployment.json("GET", "/runs"))["runs"] == []
+
+
+async def test_a_save_the_index_missed_stands_and_the_runs_alarm_lists_it_again(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_unit.hosts.durable_objects import RELIST_AFTER, IndexStorage
+
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "i1"}})
+    run_id = started["id"]
+    listed = IndexStorage.put_run
+
+    def unreachable(self: Any, obj: str, row: Any) -> None:
+        raise RuntimeError("the index object is overloaded")
+
+    monkeypatch.setattr(IndexStorage, "put_run", unreachable)
+    resumed = await deployment.json("POST", f"/runs/{run_id}/resume?wait=1", {"answer": {"approved": True}})
+    assert resumed["status"] == "completed"  # the run's own object holds the truth
+    assert (await deployment.json("GET", "/runs"))["runs"][0]["status"] == "interrupted"  # the list is stale
+    monkeypatch.setattr(IndexStorage, "put_run", listed)
+    deployment.advance(RELIST_AFTER)
+    assert await deployment.sim.deliver_alarms() == 1
+    assert (await deployment.json("GET", "/runs"))["runs"][0]["status"] == "completed"
+    assert fixtures.calls["charge i1"] == 1
