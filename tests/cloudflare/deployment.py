@@ -43,7 +43,8 @@ class Deployment:
                 await worker.scheduled(controller, self.env, self.ctx)
 
         classes = {"AgentUnitRun": worker.AgentUnitRun, "AgentUnitIndex": worker.AgentUnitIndex}
-        self.sim.isolate(Default, classes, BINDINGS, {"AGENT_UNIT_SECRET": SECRET})
+        variables = {"AGENT_UNIT_SECRET": SECRET, "AGENT_UNIT_URL": "https://agents.example.com"}
+        self.sim.isolate(Default, classes, BINDINGS, variables)
         return worker
 
     async def call(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] = {}) -> Response:

@@ -7,6 +7,7 @@ storage, as after a deploy or an eviction; the old isolate's handles stop workin
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -340,3 +341,28 @@ async def test_a_save_the_index_missed_stands_and_the_runs_alarm_lists_it_again(
     assert await deployment.sim.deliver_alarms() == 1
     assert (await deployment.json("GET", "/runs"))["runs"][0]["status"] == "completed"
     assert fixtures.calls["charge i1"] == 1
+
+
+async def test_ag_ui_and_a2a_answer_through_the_worker_as_on_every_host(deployment: Deployment) -> None:
+    deployment.boot()
+    body = {"threadId": "t1", "runId": "r1", "state": {}, "tools": [], "context": []}
+    ask = [{"id": "m1", "role": "user", "content": json.dumps({"order_id": "g1"})}]
+    sse = {"accept": "text/event-stream"}
+    first = await deployment.call("POST", "/agents/refund/ag-ui", {**body, "messages": ask}, headers=sse)
+    assert first.status == 200
+    events = _sse_data(await first.text())
+    [interrupt] = events[-1]["outcome"]["interrupts"]
+    resolved = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+    second = await deployment.call(
+        "POST", "/agents/refund/ag-ui", {**body, "runId": "r2", "messages": [], "resume": resolved}, headers=sse
+    )
+    finished = _sse_data(await second.text())[-1]
+    assert (finished["type"], finished["result"]) == ("RUN_FINISHED", "refunded")
+    assert fixtures.calls["charge g1"] == 1
+
+    card = await deployment.json("GET", "/.well-known/agent-card.json")
+    assert {skill["id"] for skill in card["skills"]} >= {"refund", "napper"}
+
+
+def _sse_data(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line.removeprefix("data:")) for line in text.splitlines() if line.startswith("data:")]
