@@ -366,3 +366,14 @@ async def test_ag_ui_and_a2a_answer_through_the_worker_as_on_every_host(deployme
 
 def _sse_data(text: str) -> list[dict[str, Any]]:
     return [json.loads(line.removeprefix("data:")) for line in text.splitlines() if line.startswith("data:")]
+
+
+async def test_under_a_base_path_a_runs_requests_still_reach_its_object(deployment: Deployment) -> None:
+    deployment.boot(base_path="/api/agents")
+    started = await deployment.json("POST", "/api/agents/agents/refund/runs?wait=1", {"input": {"order_id": "b1"}})
+    assert [key for key in deployment.sim.storage if key[0] == "AgentUnitRun"]
+    resumed = await deployment.json(
+        "POST", f"/api/agents/runs/{started['id']}/resume?wait=1", {"answer": {"approved": True}}
+    )
+    assert resumed["status"] == "completed"
+    assert (await deployment.call("GET", f"/runs/{started['id']}")).status == 404  # outside the base path
