@@ -2,7 +2,8 @@
 
 Each phase is a fresh interpreter: ``start`` runs the refund agent to its interrupt and writes
 the simulation's storage (SQLite's bytes) to a file; ``resume`` loads it, answers the interrupt
-and checks the run completed with the charge made once. Threads, signal handlers and
+and checks the run completed with the charge made once, then runs a sleep woken by its
+object's alarm (delivered twice). Threads, signal handlers and
 subprocesses raise the whole time: the runtime must need none of them.
 """
 
@@ -49,4 +50,13 @@ async def main(phase: str, state_path: str) -> str:
     assert (resumed["status"], resumed["output"]) == ("completed", "refunded"), resumed
     assert fixtures.calls["charge o1"] == 1, fixtures.calls
     assert (await deployment.json("GET", f"/runs/{run_id}"))["status"] == "completed"
+
+    # A sleep woken by the run object's alarm, delivered twice: no completed step runs again.
+    napping = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "fox"})
+    assert napping["status"] == "sleeping", napping
+    deployment.advance(3600)
+    assert await deployment.sim.deliver_alarms(again=True) == 2
+    woken = await deployment.json("GET", f"/runs/{napping['id']}")
+    assert (woken["status"], woken["output"]) == ("completed", "rested fox"), woken
+    assert (fixtures.calls["before nap"], fixtures.calls["after nap"]) == (1, 1), fixtures.calls
     return f"completed {run_id} on {sys.platform} Python {sys.version.split()[0]}"

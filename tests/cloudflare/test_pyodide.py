@@ -6,7 +6,8 @@ npm's ``pyodide`` package, with the runtime's own dependencies installed from th
 micropip would without its CDN). The ``workers`` and ``js`` modules are the simulation
 (``workers_sim``): workerd cannot run here. Two interpreters, one after the other, share the
 simulated storage through a file: the first starts the run and parks it at its interrupt, the
-second resumes it and sees it complete with the charge made once. Threads, signal handlers and
+second resumes it and sees it complete with the charge made once, then sleeps a run that its
+object's alarm wakes (delivered twice, no step repeated). Threads, signal handlers and
 subprocesses raise in both (``pyodide_flow.forbid``).
 
 The package and the wheels are fetched once into the user's cache (``$XDG_CACHE_HOME`` or
