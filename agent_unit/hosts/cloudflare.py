@@ -55,8 +55,17 @@ SWEEP_TASK = "agent-unit:sweep"
 
 Runtime = Literal["durable-objects", "default"]
 
-# Requests that may start a run: a new run object serves them (relative to the base path).
-_STARTS = (("agents", "*", "runs"), ("agents", "*", "ag-ui"), ("agents", "*", "a2a"), ("mcp",), ("a2a",))
+# Requests that may start or execute a run: a new run object serves them (relative to the base
+# path), so no run ever executes in the Worker itself. One that goes on with an existing run
+# (an A2A message to a task, a continuation) executes it there, fenced by the run's lease.
+_STARTS = (
+    ("agents", "*", "runs"),
+    ("agents", "*", "ag-ui"),
+    ("agents", "*", "a2a"),
+    ("mcp",),
+    ("a2a",),
+    ("__agent-unit", "continue"),
+)
 
 
 class _NoLifespan:

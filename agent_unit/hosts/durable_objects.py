@@ -523,6 +523,13 @@ class DurableObjectsStore:
         self._objects.pop(run_id, None)
         return deleted
 
+    async def alarm_by(self, run_id: str, at: float) -> None:
+        """Make sure the alarm of the object holding ``run_id`` fires by ``at`` (epoch seconds)."""
+        if (local := self._local(run_id)) is not None:
+            await local.alarm_by(at)
+        else:
+            await self._at(run_id, "alarm_by", None, at=at)
+
     async def get_state(self, scope: str, key: str) -> str | None:
         found = await self.index("get_state", scope=scope, key=key)
         return None if found is None else str(found)
@@ -574,6 +581,8 @@ class DurableObjectsStore:
             return home.last_seq(run_id)
         if op == "delete_run":
             return await home.delete(run_id)
+        if op == "alarm_by":
+            return await home.alarm_by(args["at"])
         raise ValueError(f"unknown run operation {op!r}")
 
 
@@ -613,10 +622,10 @@ def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any],
             return self._unit
 
         async def _continue(self, run_id: str) -> None:
-            """A run that yielded at its budget continues in the next alarm, with a fresh CPU limit."""
+            """A run that yielded at its budget continues in its object's next alarm, with a fresh CPU limit."""
             from js import Date  # type: ignore[import-not-found]
 
-            await self.ctx.storage.setAlarm(Date.now())
+            await self.store.alarm_by(run_id, float(Date.now()) / 1000)
 
         async def fetch(self, request: Any) -> Any:
             return await serve(self.unit, request, self.env, self.ctx)

@@ -377,3 +377,22 @@ async def test_under_a_base_path_a_runs_requests_still_reach_its_object(deployme
     )
     assert resumed["status"] == "completed"
     assert (await deployment.call("GET", f"/runs/{started['id']}")).status == 404  # outside the base path
+
+
+async def test_a_continuation_sent_to_the_worker_runs_in_a_run_object_with_the_secret_only(
+    deployment: Deployment,
+) -> None:
+    deployment.boot(budget="0s")  # yield after every new step
+    started = await deployment.json("POST", "/agents/long/runs?wait=1", {"input": 3})
+    assert started["status"] == "queued"
+    body = {"run_id": started["id"]}
+    assert (await deployment.call("POST", "/__agent-unit/continue?wait=1", body)).status == 401
+    bearer = {"authorization": f"Bearer {SECRET}"}
+    continued = await deployment.call("POST", "/__agent-unit/continue?wait=1", body, headers=bearer)
+    assert continued.status < 300, await continued.text()
+    for _ in range(10):
+        if (await deployment.json("GET", f"/runs/{started['id']}"))["status"] == "completed":
+            break
+        await deployment.sim.deliver_alarms()
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert (done["status"], done["output"]) == ("completed", 3), done
