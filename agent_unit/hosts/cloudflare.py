@@ -46,7 +46,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .. import env as agent_env
-from .durable_objects import DurableObjectsStore, durable_object_classes
+from ..stores.durable_objects import DurableObjectsStore
+from .durable_objects import durable_object_classes
 
 __all__ = ["SWEEP_TASK", "Worker", "create_worker", "serve"]
 

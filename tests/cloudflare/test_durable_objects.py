@@ -322,7 +322,7 @@ async def test_a_finished_run_is_deleted_by_its_alarm_after_its_retention(deploy
 async def test_a_save_the_index_missed_stands_and_the_runs_alarm_lists_it_again(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_unit.hosts.durable_objects import RELIST_AFTER, IndexStorage
+    from agent_unit.stores.durable_objects import RELIST_AFTER, IndexStorage
 
     deployment.boot()
     started = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "i1"}})
