@@ -254,6 +254,12 @@ class IndexStorage:
             obj,
         )
 
+    def add_run(self, obj: str, row: Sequence[Any]) -> None:
+        """List a new run: an id listed already is a conflict (ids are unique across objects)."""
+        if self.object_of(str(row[0])) is not None:
+            raise RunConflict(f"run {row[0]} already exists")
+        self.put_run(obj, row)
+
     def drop_run(self, run_id: str) -> None:
         self.sql.exec("DELETE FROM runs WHERE id = ?", run_id)
 
@@ -303,7 +309,7 @@ class IndexStorage:
 
 
 _INDEX_OPS = frozenset(
-    {"put_run", "drop_run", "object_of", "list_runs", "get_state", "set_state", "delete_state", "claim_tick"}
+    {"add_run", "put_run", "drop_run", "object_of", "list_runs", "get_state", "set_state", "delete_state", "claim_tick"}
 )
 _ERRORS: dict[str, type[Exception]] = {
     cls.__name__: cls for cls in (LeaseLost, RunConflict, RunNotFound, StoreValueError, StoreUnavailable)
@@ -326,6 +332,12 @@ async def _remote(call: Awaitable[Any]) -> Any:
         name, message = answer["error"]
         raise _ERRORS.get(name, StoreUnavailable)(message)
     return answer["ok"]
+
+
+def _check(record: RunRecord, events: Sequence[str], journal: Sequence[JournalEntry] = ()) -> None:
+    """Refuse what no object could store before any object is asked (StoreValueError)."""
+    check_text(*(value for value in run_row(record) if isinstance(value, str)))
+    check_writes(journal, events)
 
 
 class DurableObjectsStore:
@@ -378,8 +390,8 @@ class DurableObjectsStore:
     def _local(self, run_id: str) -> RunStorage | None:
         return self.home if self.home is not None and self.home.run_id == run_id else None
 
-    async def _register(self, record: RunRecord) -> None:
-        await self.index("put_run", obj=self.object_id, row=list(run_row(record)))
+    async def _register(self, record: RunRecord, *, new: bool = False) -> None:
+        await self.index("add_run" if new else "put_run", obj=self.object_id, row=list(run_row(record)))
 
     async def relist(self, record: RunRecord) -> None:
         """Update the run's copy in the index after a save here. The save stands if the index
@@ -395,9 +407,11 @@ class DurableObjectsStore:
     # -- the protocol ----------------------------------------------------------------------
 
     async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        _check(record, events)
         if self.home is not None and self.home.run_id is None:
-            # Listed first: a run the index cannot find could never be reached by its id.
-            await self._register(record)
+            # Listed first: a run the index cannot find could never be reached by its id, and
+            # the index refuses an id that exists in another object.
+            await self._register(record, new=True)
             return await self.home.create(record, events)
         # Not in an empty run object: the run gets an object of its own.
         stub = self.fresh_stub()
@@ -418,6 +432,7 @@ class DurableObjectsStore:
         journal: Sequence[JournalEntry] = (),
         events: Sequence[str] = (),
     ) -> int:
+        _check(record, events, journal)
         if (local := self._local(record.id)) is not None:
             last, saved = await local.save(record, expected_version, journal, events)
             await self.relist(saved)
