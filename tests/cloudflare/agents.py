@@ -75,3 +75,8 @@ AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long}
 async def digest(name: str, scheduled_at: datetime) -> None:
     """A scheduled task's handler."""
     calls[f"task {name} {scheduled_at.isoformat()}"] += 1
+
+
+def sync_digest(name: str, scheduled_at: datetime) -> None:
+    """A scheduled task's handler written as a plain ``def`` (a worker thread on CPython, inline in Pyodide)."""
+    calls[f"sync task {name} {scheduled_at.isoformat()}"] += 1

@@ -59,4 +59,12 @@ async def main(phase: str, state_path: str) -> str:
     woken = await deployment.json("GET", f"/runs/{napping['id']}")
     assert (woken["status"], woken["output"]) == ("completed", "rested fox"), woken
     assert (fixtures.calls["before nap"], fixtures.calls["after nap"]) == (1, 1), fixtures.calls
+
+    # A Cron Trigger runs a plain ``def`` task inline (no worker thread), once per tick.
+    tasks = {"digest": {"schedule": "0 8 * * *", "handler": "tests.cloudflare.agents:sync_digest"}}
+    deployment.boot(crons={"0 8 * * *": ["digest"]}, tasks=tasks)
+    tick = 1796112000000.0  # 2026-12-01 08:00 UTC
+    await deployment.sim.scheduled("0 8 * * *", tick)
+    await deployment.sim.scheduled("0 8 * * *", tick)
+    assert fixtures.calls["sync task digest 2026-12-01T08:00:00+00:00"] == 1, fixtures.calls
     return f"completed {run_id} on {sys.platform} Python {sys.version.split()[0]}"
