@@ -396,3 +396,30 @@ async def test_a_continuation_sent_to_the_worker_runs_in_a_run_object_with_the_s
         await deployment.sim.deliver_alarms()
     done = await deployment.json("GET", f"/runs/{started['id']}")
     assert (done["status"], done["output"]) == ("completed", 3), done
+
+
+async def test_an_alarm_that_fails_is_retried_and_the_retry_wakes_the_run(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_unit.errors import StoreUnavailable
+    from agent_unit.stores.durable_objects import RunStorage
+
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "bat"})
+    deployment.advance(3600)
+    save = RunStorage.save
+    failures = [StoreUnavailable("the durable-objects store cannot be reached (overloaded)")]
+
+    async def flaky(self: RunStorage, *args: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return await save(self, *args)
+
+    monkeypatch.setattr(RunStorage, "save", flaky)
+    assert await deployment.sim.deliver_alarms() == 1  # the handler raised: Cloudflare retries it
+    assert (await deployment.json("GET", f"/runs/{started['id']}"))["status"] == "sleeping"
+    assert deployment.sim.alarms(), "the failed alarm is set again"
+    assert await deployment.sim.deliver_alarms() == 1
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert (done["status"], done["output"]) == ("completed", "rested bat")
+    assert fixtures.calls == {"before nap": 1, "after nap": 1}
