@@ -92,6 +92,8 @@ def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any],
                 await engine.wait(run_id)  # the alarm invocation lasts as long as the execution
             if self.store.home is not None and (now := self.store.home.load(run_id)) is not None:
                 await self.store.relist(now)  # heals a list an unreachable index left stale
+                if now.due_at is not None:  # whatever happened, the alarm sits at the run's due_at again
+                    await self.store.home.alarm_by(now.due_at)
 
         async def agent_unit_rpc(self, op: str, payload: str) -> str:
             """A store operation on this object's run, from another object or the Worker (JS RPC).

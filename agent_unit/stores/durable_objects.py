@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -108,14 +109,14 @@ class RunStorage:
     async def alarm_by(self, at: float) -> None:
         """Make sure the alarm fires by ``at`` (an earlier one stays)."""
         current = await self.storage.getAlarm()
-        if current is None or float(current) > at * 1000:
-            await self.storage.setAlarm(int(at * 1000))
+        if current is None or float(current) > math.ceil(at * 1000):
+            await self.storage.setAlarm(math.ceil(at * 1000))
 
     async def _alarm(self, due_at: float | None) -> None:
         if due_at is None:
             await self.storage.deleteAlarm()
         else:
-            await self.storage.setAlarm(int(due_at * 1000))
+            await self.storage.setAlarm(math.ceil(due_at * 1000))  # never before due_at: it would find nothing due
 
     def _insert(self, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
         for entry in journal:

@@ -423,3 +423,17 @@ async def test_an_alarm_that_fails_is_retried_and_the_retry_wakes_the_run(
     done = await deployment.json("GET", f"/runs/{started['id']}")
     assert (done["status"], done["output"]) == ("completed", "rested bat")
     assert fixtures.calls == {"before nap": 1, "after nap": 1}
+
+
+async def test_an_alarm_that_finds_its_run_not_yet_due_sets_itself_again(deployment: Deployment) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "elk"})
+    [(key, alarm)] = deployment.sim.alarms().items()
+    deployment.sim.storage[key].alarm = alarm - 60_000  # delivered a minute early
+    deployment.advance(3600 - 60)
+    assert await deployment.sim.deliver_alarms() == 1
+    assert (await deployment.json("GET", f"/runs/{started['id']}"))["status"] == "sleeping"
+    assert deployment.sim.alarms() == {key: alarm}
+    deployment.advance(60)
+    assert await deployment.sim.deliver_alarms() == 1
+    assert (await deployment.json("GET", f"/runs/{started['id']}"))["status"] == "completed"
