@@ -156,7 +156,8 @@ def load_handler(reference: str, *, task: str, root: str | Path | None = None) -
 
 
 async def run_task(task: Task, scheduled_at: datetime, handler: Callable[..., Any] | None = None) -> Any:
-    """Run one tick: ``handler(name, scheduled_at)``, awaited, or in a worker thread for a ``def``.
+    """Run one tick: ``handler(name, scheduled_at)``, awaited, or in a worker thread for a ``def``
+    (inline under Pyodide, which has no threads: a Cloudflare Worker's Cron Trigger).
 
     What the handler raises propagates: the caller logs it (the scheduler) or shows it (the CLI).
     """
@@ -164,7 +165,10 @@ async def run_task(task: Task, scheduled_at: datetime, handler: Callable[..., An
     when = scheduled_at.astimezone(UTC)
     if inspect.iscoroutinefunction(function):
         return await function(task.name, when)
-    result = await asyncio.to_thread(function, task.name, when)
+    if sys.platform == "emscripten":
+        result = function(task.name, when)
+    else:
+        result = await asyncio.to_thread(function, task.name, when)
     if inspect.isawaitable(result):
         result = await result
     return result

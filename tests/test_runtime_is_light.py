@@ -35,3 +35,19 @@ def test_import_agent_unit_loads_nothing_heavy() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def test_a_workers_entry_imports_nothing_heavy_until_its_first_request() -> None:
+    """Workers limit startup time: the entry's import and create_worker load no app, no agents."""
+    code = (
+        "import sys\n"
+        "from tests.cloudflare.workers_sim import WorkersSim\n"
+        "from agent_unit.clock import ManualClock\n"
+        "WorkersSim(ManualClock())\n"
+        "from agent_unit.hosts.cloudflare import create_worker\n"
+        "create_worker(lambda: {})\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} | {m for m in sys.modules if m.startswith('agent_unit')}\n"
+        f"print(sorted(loaded & set({(*HEAVY, 'httpx', 'agent_unit.http')!r})))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

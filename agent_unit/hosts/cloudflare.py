@@ -1,0 +1,298 @@
+"""Cloudflare Workers: what a build's ``src/entry.py`` exports, and what a Worker written by hand can use.
+
+    from workers import WorkerEntrypoint
+    from agent_unit.hosts.cloudflare import create_worker
+
+    worker = create_worker(load_agents, crons={"0 8 * * *": ["send-digest"]}, tasks=TASKS)
+    AgentUnitRun = worker.AgentUnitRun        # bound as AGENT_UNIT_RUNS
+    AgentUnitIndex = worker.AgentUnitIndex    # bound as AGENT_UNIT_INDEX
+
+    class Default(WorkerEntrypoint):
+        async def fetch(self, request):
+            return await worker.fetch(request, self.env, self.ctx)
+
+        async def scheduled(self, controller, env, ctx):
+            await worker.scheduled(controller, self.env, self.ctx)
+
+Runtimes:
+
+- ``"durable-objects"`` (the default): every run lives and executes in its own Durable Object
+  (:mod:`agent_unit.hosts.durable_objects`). A request that may start a run (``POST
+  /agents/{name}/runs``, AG-UI, MCP, A2A) is served by a new, empty run object; a request about
+  a run (``/runs/{id}/...``) by that run's object; the rest (the run list, the manifest, the
+  cards, ``/healthz``, the inbox) by the Worker itself, reading the index object.
+- ``"default"``: the Worker serves everything over ``store`` (``"d1://BINDING"``: the D1
+  database bound under that name). A Cron Trigger runs the sweep (the task name
+  ``"agent-unit:sweep"``); a run that yields continues at ``$AGENT_UNIT_URL``.
+
+Both serve through the Workers ASGI adapter (``workers.asgi``), the one Cloudflare ships. It
+runs an app's lifespan around every request: agent-unit's own app needs none and is served
+without it; a user's own app (``server``) gets its lifespan around each request. ``env``
+(:data:`agent_unit.env.env`) reads the Worker's bindings and secrets; ``wait_until`` is the
+invocation's ``ctx.waitUntil``. Crons run tasks from ``scheduled``: ``crons`` maps each
+Cron Trigger (in Cloudflare's own syntax, as ``wrangler.jsonc`` lists it) to task names, and
+each tick is claimed once in the store, so a repeated delivery runs nothing.
+
+Nothing here starts a thread, a signal handler or a subprocess (Pyodide has none), and the
+import is cheap: the app and the agents are made at the first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .. import env as agent_env
+from ..stores.durable_objects import DurableObjectsStore
+from .durable_objects import durable_object_classes
+
+__all__ = ["SWEEP_TASK", "Worker", "create_worker", "serve"]
+
+SWEEP_TASK = "agent-unit:sweep"
+"""The task name that, in ``crons``, means the sweep (the default runtime's wake-ups and recovery)."""
+
+Runtime = Literal["durable-objects", "default"]
+
+# Requests that may start or execute a run: a new run object serves them (relative to the base
+# path), so no run ever executes in the Worker itself. One that goes on with an existing run
+# (an A2A message to a task, a continuation) executes it there, fenced by the run's lease.
+_STARTS = (
+    ("agents", "*", "runs"),
+    ("agents", "*", "ag-ui"),
+    ("agents", "*", "a2a"),
+    ("mcp",),
+    ("a2a",),
+    ("__agent-unit", "continue"),
+)
+
+
+class _NoLifespan:
+    """agent-unit's app without its lifespan: the adapter would run it around every request,
+    and on Workers it has nothing to do (no background sweep, the store is checked when used)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.engine = app.engine
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                else:
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        await self.app(scope, receive, send)
+
+
+async def serve(app: Any, request: Any, worker_env: Any, ctx: Any = None) -> Any:
+    """Answer ``request`` with the ASGI ``app`` through the Workers ASGI adapter, with
+    :func:`agent_unit.env.wait_until` sent to ``ctx.waitUntil``."""
+    from workers import asgi  # type: ignore[import-not-found]
+
+    agent_env.bind(agent_env.WorkerBindings(worker_env))
+    with _wait_until(ctx):
+        return await asgi.fetch(app, request, worker_env, ctx)
+
+
+@contextlib.contextmanager
+def _wait_until(ctx: Any) -> Iterator[None]:
+    wait = getattr(ctx, "waitUntil", None)
+    if wait is None:
+        yield
+        return
+    with agent_env.use_wait_until(lambda work: wait(asyncio.ensure_future(work))):
+        yield
+
+
+class Worker:
+    """The Worker's handlers and Durable Object classes (see :func:`create_worker`)."""
+
+    def __init__(
+        self,
+        agents: Callable[[], Mapping[str, Any]] | None,
+        *,
+        runtime: Runtime,
+        server: Callable[[], Any] | None,
+        crons: Mapping[str, Sequence[str]],
+        tasks: Mapping[str, Any],
+        store: str | None,
+        unit_options: dict[str, Any],
+    ) -> None:
+        from ..tasks import tasks_from_config
+
+        if runtime not in ("durable-objects", "default"):
+            raise ValueError(f"unknown runtime {runtime!r}: use 'durable-objects' or 'default'")
+        if (agents is None) == (server is None):
+            raise TypeError("create_worker takes agents, or server= for your own app: one of the two")
+        if runtime == "default" and server is None and not store:
+            raise ValueError('the default runtime needs store="d1://BINDING" (or runtime="durable-objects")')
+        self.runtime = runtime
+        self.tasks = tasks_from_config(tasks)
+        unknown = sorted({name for names in crons.values() for name in names} - {SWEEP_TASK, *self.tasks})
+        if unknown:
+            raise ValueError(f"crons name tasks that are not in tasks: {', '.join(unknown)}")
+        self.crons = {cron: tuple(names) for cron, names in crons.items()}
+        self._load_agents = agents
+        self._load_server = server
+        self._store_url = store
+        self._options = unit_options
+        self._agents: Mapping[str, Any] | None = None
+        self._app: Any = None
+        self.AgentUnitRun, self.AgentUnitIndex = durable_object_classes(self._object_unit, serve)
+
+    # -- the apps, made at the first request (Workers limit startup time) ------------------
+
+    def agents(self) -> Mapping[str, Any]:
+        if self._agents is None:
+            assert self._load_agents is not None
+            self._agents = self._load_agents()
+        return self._agents
+
+    def _unit(self, store: Any, on_continue: Any) -> Any:
+        from ..http import create_agent_unit
+
+        return create_agent_unit(
+            self.agents(),
+            store=store,
+            secret=agent_env.get("AGENT_UNIT_SECRET"),
+            require_secret=True,  # a deployed Worker: the internal routes need the secret
+            background_sweep=False,  # alarms (or the cron sweep) wake runs; nothing runs between requests
+            on_continue=on_continue,
+            **self._options,
+        )
+
+    def _object_unit(self, store: DurableObjectsStore, on_continue: Any) -> Any:
+        return _NoLifespan(self._unit(store, on_continue))
+
+    def app(self, worker_env: Any) -> Any:
+        """The app the Worker itself serves (made once per isolate, with its first ``env``)."""
+        if self._app is not None:
+            return self._app
+        agent_env.bind(agent_env.WorkerBindings(worker_env))
+        if self._load_server is not None:
+            from ..http import host_defaults
+
+            host_defaults(background_sweep=False)
+            self._app = self._load_server()
+        elif self.runtime == "durable-objects":
+            self._app = _NoLifespan(self._unit(DurableObjectsStore(worker_env), None))
+        else:
+            self._app = _NoLifespan(self._unit(self._open_store(worker_env), self._continue_at()))
+        return self._app
+
+    def _open_store(self, worker_env: Any) -> Any:
+        url = self._store_url or ""
+        if url.startswith("d1://"):
+            from ..stores.d1 import D1Store  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+            binding = url.removeprefix("d1://").strip("/")
+            database = getattr(worker_env, binding, None)
+            if database is None:
+                raise ValueError(f"store {url!r}: the Worker has no binding named {binding}: add it to wrangler.jsonc")
+            return D1Store(database, binding=binding)
+        from ..stores import open_store
+
+        return open_store(url)
+
+    def _continue_at(self) -> Any:
+        """A yielded run continues at the Worker's own URL (``$AGENT_UNIT_URL``), else in this request."""
+        from ._continue import continue_at
+
+        url = agent_env.get("AGENT_UNIT_URL")
+        secret = agent_env.get("AGENT_UNIT_SECRET")
+        if not url or not secret:
+            return None
+        base = "/" + str(self._options.get("base_path", "/")).strip("/")
+        return continue_at(url.rstrip("/") + ("" if base == "/" else base), secret)
+
+    # -- the handlers ------------------------------------------------------------------------
+
+    async def fetch(self, request: Any, worker_env: Any, ctx: Any = None) -> Any:
+        """The Worker's ``fetch``: route a run's requests to its object, serve the rest here."""
+        app = self.app(worker_env)
+        if self._load_server is None and self.runtime == "durable-objects":
+            stub = await self._object_for(request, app.engine.store)
+            if stub is not None:
+                agent_env.bind(agent_env.WorkerBindings(worker_env))
+                return await stub.fetch(getattr(request, "js_object", request))
+        return await serve(app, request, worker_env, ctx)
+
+    async def _object_for(self, request: Any, store: DurableObjectsStore) -> Any:
+        """The run object that serves ``request``: a new one for a start, the run's own for a run."""
+        from urllib.parse import unquote, urlsplit
+
+        path = unquote(urlsplit(str(request.url)).path)
+        base = "/" + str(self._options.get("base_path", "/")).strip("/")
+        if base != "/":
+            if not (path == base or path.startswith(base + "/")):
+                return None
+            path = path[len(base) :]
+        parts = tuple(part for part in path.split("/") if part)
+        if str(request.method).upper() == "POST" and any(_matches(parts, start) for start in _STARTS):
+            return store.fresh_stub()
+        if len(parts) >= 2 and parts[0] == "runs":
+            return await store.stub_for(parts[1])
+        return None
+
+    async def scheduled(self, controller: Any, worker_env: Any, ctx: Any = None) -> None:
+        """The Worker's ``scheduled``: run the tasks (and the sweep) of the Cron Trigger that fired."""
+        from ..scheduler import run_host_tick
+
+        app = self.app(worker_env)
+        at = datetime.fromtimestamp(float(controller.scheduledTime) / 1000, UTC)
+        names = self.crons.get(str(controller.cron), ())
+        engines = self._engines(app)
+        store = engines[0].store if engines else None
+        with _wait_until(ctx):
+            for name in names:
+                if name == SWEEP_TASK:
+                    for engine in engines:
+                        if not isinstance(engine.store, DurableObjectsStore):  # run objects sweep by alarm
+                            await engine.sweep(wait=True)
+                    continue
+                await run_host_tick(self.tasks[name], at, store, owner="cloudflare-cron")
+
+    def _engines(self, app: Any) -> list[Any]:
+        if self._load_server is None:
+            return [app.engine]
+        from ..http import agent_units
+
+        return [unit.engine for unit in agent_units()]
+
+
+def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    return len(parts) == len(pattern) and all(p == "*" or p == part for part, p in zip(parts, pattern, strict=True))
+
+
+def create_worker(
+    agents: Callable[[], Mapping[str, Any]] | None = None,
+    *,
+    runtime: Runtime = "durable-objects",
+    server: Callable[[], Any] | None = None,
+    crons: Mapping[str, Sequence[str]] | None = None,
+    tasks: Mapping[str, Any] | None = None,
+    store: str | None = None,
+    **unit_options: Any,
+) -> Worker:
+    """The Worker for ``agents`` (a function that loads them: called at the first request).
+
+    ``server`` loads your own ASGI app instead (no agents then). ``crons`` maps each Cron
+    Trigger to task names (``"agent-unit:sweep"`` is the sweep); ``tasks`` are the ``[tasks.NAME]``
+    tables. ``store`` is the default runtime's ``"d1://BINDING"``. ``unit_options`` go to
+    :func:`agent_unit.http.create_agent_unit` (``name``, ``base_path``, ``authorize``, ``budget``...).
+    The Durable Object bindings are named ``AGENT_UNIT_RUNS`` and ``AGENT_UNIT_INDEX``.
+    """
+    return Worker(
+        agents,
+        runtime=runtime,
+        server=server,
+        crons=crons or {},
+        tasks=tasks or {},
+        store=store,
+        unit_options=unit_options,
+    )
