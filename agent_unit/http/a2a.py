@@ -18,10 +18,11 @@ same actions as the HTTP routes (``start``, ``resume``, ``get``, ``cancel``, ``e
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -65,6 +66,7 @@ from .a2a_shapes import (
     RpcError,
     agent_card,
     field_violations,
+    history,
     input_from,
     read_message,
     run_statuses,
@@ -127,6 +129,7 @@ _NOT_SERVED = {
 }
 _PAGE_SIZE, _MAX_PAGE_SIZE = 50, 100  # ListTasks' default and largest page, as a2a-sdk's server has them
 _SCAN = 200  # runs read from the store at a time while a ListTasks filter is applied here
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class PublicUrlMissing(AgentUnitError):
@@ -328,6 +331,7 @@ class _JsonRpc:
         """SendMessage: start a task, or answer one that waits for input; by default wait until it parks or ends."""
         incoming = read_message(params, dialect)
         configuration = _configuration(params)
+        length = _optional_int(configuration, "historyLength", 0)
         if dialect == "1.0":
             wait = not configuration.get("returnImmediately", False)
         else:
@@ -341,7 +345,7 @@ class _JsonRpc:
             agent = await self._new_task(request, incoming)
             value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
             record = await self.gateway.start(agent, value, thread_id=incoming.context_id, wait=wait)
-        body = task(record)
+        body = task(record, history=await self._history(record, length))
         return to_v03(body) if dialect == "0.3" else {"task": body}
 
     async def send_streaming(
@@ -364,9 +368,9 @@ class _JsonRpc:
         return self._stream(record, first, after, dialect, request_id)
 
     async def get(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
-        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
+        length = _optional_int(params, "historyLength", 0)
         record = await self._task(request, params, "get")
-        body = task(record)
+        body = task(record, history=await self._history(record, length))
         return to_v03(body) if dialect == "0.3" else body
 
     async def cancel(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
@@ -396,10 +400,12 @@ class _JsonRpc:
         return self._stream(record, {"task": task(record)}, after, dialect, request_id)
 
     async def list_tasks(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
-        """ListTasks: the run list as tasks, newest first, authorized like ``GET /runs`` (action ``list``).
+        """ListTasks: the run list as tasks, last updated first (as A2A sorts them), authorized like
+        ``GET /runs`` (action ``list``).
 
-        ``pageToken`` is the last run id of the page before (the cursor of ``GET /runs``);
-        ``totalSize`` counts every task the filters match, so it reads them all once.
+        ``pageToken`` is the sort key (update time, run id) of the page before's last task;
+        ``totalSize`` counts every task the filters match, so it reads them all once, keeping
+        only one page in memory. A task updated between two pages moves, as in a2a-sdk's server.
         """
         context_id = _optional_str(params.get("contextId"), "contextId")
         agent = _scope(request)
@@ -407,12 +413,9 @@ class _JsonRpc:
         statuses = _status_filter(params.get("status"))
         page_size = _optional_int(params, "pageSize", 1, _MAX_PAGE_SIZE)
         page_size = _PAGE_SIZE if page_size is None else page_size
-        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
+        length = _optional_int(params, "historyLength", 0)
         token = _optional_str(params.get("pageToken"), "pageToken")
-        if token is not None and not is_id(token, "run"):
-            raise RpcError(
-                INVALID_PARAMS, f"pageToken {token!r} is not a nextPageToken: send the one the last page gave"
-            )
+        before = _read_token(token) if token is not None else None
         after = _optional_timestamp(params.get("statusTimestampAfter"))
         include_artifacts = params.get("includeArtifacts", False)
         if not isinstance(include_artifacts, bool):
@@ -421,22 +424,26 @@ class _JsonRpc:
         def wanted(record: RunRecord) -> bool:
             return (statuses is None or record.status in statuses) and (after is None or record.updated_at >= after)
 
-        tasks: list[Json] = []
-        total, more = 0, False
+        total = 0
+        page: list[tuple[tuple[int, str], RunRecord]] = []  # the page_size + 1 latest after the token
         async for record in self._runs(agent, context_id, statuses):
             if not wanted(record):
                 continue
             total += 1
-            if token is not None and record.id >= token:
+            if before is not None and _order(record) >= before:
                 continue  # on an earlier page
-            if len(tasks) == page_size:
-                more = True
-                continue
-            body = task(record)
+            heapq.heappush(page, (_order(record), record))
+            if len(page) > page_size + 1:
+                heapq.heappop(page)
+        latest = [record for _, record in sorted(page, key=lambda item: item[0], reverse=True)]
+        more = len(latest) > page_size
+        tasks: list[Json] = []
+        for record in latest[:page_size]:
+            body = task(record, history=await self._history(record, length))
             if not include_artifacts:
                 body.pop("artifacts", None)  # the specification: omitted, not empty
             tasks.append(body)
-        next_token = tasks[-1]["id"] if more else ""
+        next_token = _token(latest[page_size - 1]) if more else ""
         # pageSize: "the page size used for this response", read as the A2A TCK reads it: how many it holds
         return {"tasks": tasks, "nextPageToken": next_token, "pageSize": len(tasks), "totalSize": total}
 
@@ -457,6 +464,19 @@ class _JsonRpc:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    async def _history(self, record: RunRecord, length: int | None) -> list[Json] | None:
+        """The task's last ``length`` messages (None: all; 0: none, and nothing is read).
+
+        Two reads of the store (the run's events and its journal): only where a task is answered."""
+        if length == 0:
+            return None
+        store = self.engine.store
+        events = [json.loads(event.data) for event in await store.read_events(record.id)]
+        journal = await store.load_journal(record.id)
+        answers = {key: json.loads(entry.value) for key, entry in journal.items() if entry.value is not None}
+        messages = history(record, events, answers)
+        return messages[-length:] if length is not None else messages
 
     async def _task(self, request: Request, params: Json, action: str) -> RunRecord:
         task_id = params.get("id")
@@ -601,6 +621,28 @@ def _status_filter(value: Any) -> frozenset[RunStatus] | None:
     if not isinstance(value, str) or value not in TASK_STATES:
         raise RpcError(INVALID_PARAMS, f"status {value!r} is not a task state: use one of {', '.join(TASK_STATES[1:])}")
     return run_statuses(value)
+
+
+def _order(record: RunRecord) -> tuple[int, str]:
+    """ListTasks' sort key, latest first: the last update (whole microseconds), then the run id."""
+    return _micros(record.updated_at), record.id
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _token(record: RunRecord) -> str:
+    """A page token: the sort key of the page's last task."""
+    micros, run_id = _order(record)
+    return f"{micros}.{run_id}"
+
+
+def _read_token(token: str) -> tuple[int, str]:
+    micros, _, run_id = token.partition(".")
+    if not (micros.isascii() and micros.isdigit() and len(micros) < 20 and is_id(run_id, "run")):
+        raise RpcError(INVALID_PARAMS, f"pageToken {token!r} is not a nextPageToken: send the one the last page gave")
+    return int(micros), run_id
 
 
 def _optional_timestamp(value: Any) -> datetime | None:
