@@ -27,6 +27,7 @@ from agent_unit.adapters.registry import load_adapter
 from agent_unit.discovery import agent_sources, load_registry
 from agent_unit.errors import DiscoveryError, ServerError, TaskError
 from agent_unit.http.auth import load_authorize
+from agent_unit.stores import DEFAULT_STORE_URL
 from agent_unit.tasks import tasks_from_config
 
 from . import pip
@@ -349,7 +350,7 @@ def build(
     chosen = PRESETS.get(name)
     if chosen is None:
         raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
-    storage = config.storage or "sqlite:///.agent-unit/agent-unit.db"
+    storage = config.storage or DEFAULT_STORE_URL
     scheme = storage_scheme(storage)
     if chosen.serverless and scheme in ("sqlite", "memory") and not config.server:  # a server app owns its store
         raise BuildError(
