@@ -38,6 +38,7 @@ from .gateway import Gateway
 from .inbox import page
 from .origins import Origins
 from .responses import JSONResponse
+from .routes import served_routes
 from .sse import SSEResponse, event_messages
 
 __all__ = ["AgentUnit", "agent_units", "create_agent_unit", "host_defaults"]
@@ -182,35 +183,28 @@ def create_agent_unit(
         secret=secret if secret is not None else env.get("AGENT_UNIT_SECRET"),
         require_secret=production() if require_secret is None else require_secret,
     )
-    a2a, a2a_card = _Lazy("a2a", gateway), _Lazy("a2a", gateway, "card")
+    # The protocols: each module is imported at its first request, so no other route and no
+    # cold start pays for its SDK.
+    endpoints: dict[str, Any] = {
+        "manifest": api.manifest,
+        "start": api.start,
+        "list": api.list,
+        "run": api.run,
+        "events": api.events,
+        "resume": api.resume,
+        "cancel": api.cancel,
+        "healthz": api.healthz,
+        "continue": api.continue_run,
+        "sweep": api.sweep,
+        "ag_ui": _Lazy("agui", gateway),
+        "a2a_card": _Lazy("a2a", gateway, "card"),
+        "a2a": _Lazy("a2a", gateway),
+        "mcp": _Lazy("mcp", gateway),
+        "ui": api.ui,
+    }
     routes: list[BaseRoute] = [
-        Route("/agents", api.manifest, methods=["GET"]),
-        Route("/agents/{agent}/runs", api.start, methods=["POST"]),
-        Route("/runs", api.list, methods=["GET"]),
-        Route("/runs/{run_id}", api.run, methods=["GET", "DELETE"]),  # one route, so 405 lists both in Allow
-        Route("/runs/{run_id}/events", api.events, methods=["GET"]),
-        Route("/runs/{run_id}/resume", api.resume, methods=["POST"]),
-        Route("/runs/{run_id}/cancel", api.cancel, methods=["POST"]),
-        Route("/healthz", api.healthz, methods=["GET"]),  # outside authorize: load balancers call it
-        Route("/__agent-unit/continue", api.continue_run, methods=["POST"]),
-        Route("/__agent-unit/sweep", api.sweep, methods=["POST"]),
-        # The protocols: each module is imported at its first request, so no other route and
-        # no cold start pays for its SDK.
-        Route("/agents/{agent}/ag-ui", _Lazy("agui", gateway), methods=["POST"]),
-        # A2A: the deployment's card and endpoint, and each agent's own (a generic client needs no
-        # skill). A card is also under its endpoint's path, where a client given only that URL looks.
-        *(
-            Route(f"{where}/.well-known/{file}", a2a_card, methods=["GET"])
-            for where in ("", "/a2a", "/agents/{agent}", "/agents/{agent}/a2a")
-            for file in ("agent-card.json", "agent.json")
-        ),
-        Route("/a2a", a2a, methods=["POST"]),
-        Route("/agents/{agent}/a2a", a2a, methods=["POST"]),
+        Route(spec.path, endpoints[spec.name], methods=list(spec.methods)) for spec in served_routes(mcp=mcp, ui=ui)
     ]
-    if mcp:
-        routes.append(Route("/mcp", _Lazy("mcp", gateway), methods=["POST"]))
-    if ui:
-        routes += [Route(path, api.ui, methods=["GET"]) for path in ("/ui", "/ui/", "/ui/{file}")]
     prefix = "/" + base_path.strip("/")
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
