@@ -27,6 +27,8 @@ from agent_unit.adapters.registry import load_adapter
 from agent_unit.discovery import agent_sources, load_registry
 from agent_unit.errors import DiscoveryError, ServerError, TaskError
 from agent_unit.http.auth import load_authorize
+from agent_unit.http.routes import public_routes
+from agent_unit.stores import DEFAULT_STORE_URL
 from agent_unit.tasks import tasks_from_config
 
 from . import pip
@@ -149,24 +151,16 @@ class BuildResult:
         }
 
 
-def routes(base_path: str, *, mcp: bool = True) -> list[str]:
-    """The public routes under ``base_path``; ``POST /mcp`` only where it is served (``mcp``)."""
+def routes(base_path: str, *, mcp: bool = True, ui: bool = False) -> list[str]:
+    """The public routes under ``base_path``, one line per method, as the route table lists them;
+    ``POST /mcp`` only where it is served (``mcp``), the inbox with ``ui``."""
     prefix = base_path.rstrip("/")
-    listed = [
-        f"GET    {prefix}/agents",
-        f"POST   {prefix}/agents/{{name}}/runs",
-        f"GET    {prefix}/runs",
-        f"GET    {prefix}/runs/{{id}}",
-        f"GET    {prefix}/runs/{{id}}/events",
-        f"POST   {prefix}/runs/{{id}}/resume",
-        f"POST   {prefix}/runs/{{id}}/cancel",
-        f"DELETE {prefix}/runs/{{id}}",
-        f"POST   {prefix}/agents/{{name}}/ag-ui",
-        f"POST   {prefix}/mcp",
-        f"POST   {prefix}/a2a",
-        f"GET    {prefix}/.well-known/agent-card.json",
+    return [
+        f"{method:<6} {prefix}{route.path}"
+        for route in public_routes(mcp=mcp, ui=ui)
+        if route.listed
+        for method in route.methods
     ]
-    return [route for route in listed if mcp or not route.endswith("/mcp")]
 
 
 def _project_requirements(root: Path) -> list[str]:
@@ -358,7 +352,7 @@ def build(
             chosen.check(config, options)
         except ValueError as exc:
             raise BuildError(str(exc)) from None
-    storage = config.storage or "sqlite:///.agent-unit/agent-unit.db"
+    storage = config.storage or DEFAULT_STORE_URL
     scheme = storage_scheme(storage)
     if scheme == "d1" and name != "cloudflare":
         raise BuildError(
@@ -514,7 +508,7 @@ def build(
         preset=name,
         output=output,
         agents=sorted(registry),
-        routes=[] if config.server else routes(config.base_path, mcp=serves_mcp),
+        routes=[] if config.server else routes(config.base_path, mcp=serves_mcp, ui=config.ui),
         files=[*sorted(written), *_copied(chosen)],
         run=chosen.run.format(output=_shown(output), name=config.name),
         notes=notes,

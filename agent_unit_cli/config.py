@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agent_unit.durations import parse_duration
 from agent_unit.errors import TaskError
 from agent_unit.http.origins import Origins
+from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
 __all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "ConfigError", "Task", "load_config", "store_url"]
@@ -181,4 +182,4 @@ def _where(source: Path | None) -> str:
 
 def store_url(root: str | Path, config: Config) -> str:
     """The storage ``dev`` and ``runs`` open: the configured one, or the SQLite file beside the project."""
-    return config.storage or f"sqlite:///{Path(root).resolve() / '.agent-unit' / 'agent-unit.db'}"
+    return config.storage or f"sqlite:///{Path(root).resolve() / DEFAULT_STORE_PATH}"

@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from agent_unit.errors import AgentUnitError
+from agent_unit.stores import DEFAULT_STORE_PATH
 
 from .config import ConfigError, load_config, store_url
 from .report import reported
@@ -64,7 +65,7 @@ class Local:
 
         config, _ = load_config(self.root)
         found = discover_agents(self.root, adapters=config.adapters) if agents else {}
-        default = self.root / ".agent-unit" / "agent-unit.db"
+        default = self.root / DEFAULT_STORE_PATH
         if config.storage is None and not default.is_file():  # never create a store by looking for runs
             raise ConfigError(
                 f"no runs here: {default} does not exist (agent-unit dev creates it): "

@@ -401,6 +401,53 @@ async def test_list_tasks_pages_the_run_list_with_the_filters_a2a_defines(http: 
     strict((await rpc(http, "ListTasks", {"includeArtifacts": True}))["result"], ListTasksResponse())
 
 
+async def test_a_task_keeps_its_messages_and_history_length_reads_the_latest(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        asked = only_task(await send(client, message(data({"order_id": "o_7"}), skill="refund")))
+        answer = message(data({"approved": True}), task_id=asked.id, context_id=asked.context_id)
+        done = only_task(await send(client, answer))
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED
+        whole = await client.get_task(GetTaskRequest(id=asked.id))
+        latest = await client.get_task(GetTaskRequest(id=asked.id, history_length=1))
+        none = await client.get_task(GetTaskRequest(id=asked.id, history_length=0))
+        listed = await client.list_tasks(ListTasksRequest(history_length=2))
+    said = [(m.role, MessageToDict(m)["parts"]) for m in whole.history]
+    assert said == [
+        (Role.ROLE_USER, [{"data": {"order_id": "o_7"}, "mediaType": "application/json"}]),
+        (Role.ROLE_AGENT, MessageToDict(asked.status.message)["parts"]),  # what the paused task asked
+        (Role.ROLE_USER, [{"data": {"approved": True}, "mediaType": "application/json"}]),
+    ]
+    assert whole.history[1].message_id == asked.status.message.message_id
+    assert list(latest.history) == list(whole.history)[-1:] and not none.history
+    assert [len(found.history) for found in listed.tasks] == [2]
+    # the paused task's request is its status message, not yet history; 0.3 names the roles its way
+    asked_v03 = (await rpc(http, "tasks/get", {"id": asked.id}))["result"]
+    assert [m["role"] for m in asked_v03["history"]] == ["user", "agent", "user"]
+
+
+async def test_the_pending_request_of_a_paused_task_is_its_status_message_not_its_history(
+    http: httpx.AsyncClient,
+) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        asked = only_task(await send(client, message(data({"order_id": "o_8"}), skill="refund")))
+        found = await client.get_task(GetTaskRequest(id=asked.id))
+    assert [m.role for m in found.history] == [Role.ROLE_USER] and found.status.message.message_id
+
+
+async def test_list_tasks_puts_the_last_updated_task_first_and_pages_in_that_order(http: httpx.AsyncClient) -> None:
+    async with a2a_client(URL, http=http) as (client, _):
+        parked = only_task(await send(client, message(data({"order_id": "o"}), skill="refund")))
+        later = only_task(await send(client, message(text("b"), skill="echo")))
+        answer = message(data({"approved": False}), task_id=parked.id, context_id=parked.context_id)
+        only_task(await send(client, answer))  # the older task is updated last
+        everything = await client.list_tasks(ListTasksRequest())
+        first = await client.list_tasks(ListTasksRequest(page_size=1))
+        rest = await client.list_tasks(ListTasksRequest(page_size=1, page_token=first.next_page_token))
+    assert [found.id for found in everything.tasks] == [parked.id, later.id]
+    assert [found.id for found in first.tasks] == [parked.id] and first.next_page_token
+    assert [found.id for found in rest.tasks] == [later.id] and rest.next_page_token == ""
+
+
 async def test_list_tasks_is_authorized_like_the_run_list() -> None:
     seen: list[tuple[str, dict[str, Any]]] = []
 
@@ -872,3 +919,28 @@ async def test_the_project_configuration_names_the_default_agent(tmp_path: Path)
         reply = await rpc(http, "SendMessage", {"message": user({"text": "Hi"}, skill=None)})
         assert reply["result"]["task"]["artifacts"][0]["parts"][0]["text"] == "hi"
     await app.engine.aclose()
+
+
+def test_an_agents_streamed_text_is_one_message_of_the_history_however_many_deltas_it_came_in() -> None:
+    from datetime import UTC, datetime
+
+    from agent_unit.http.a2a_shapes import history
+    from agent_unit.records import RunRecord, RunStatus
+
+    now = datetime.now(UTC)
+    record = RunRecord(
+        id="run_1", agent="chat", thread_id="t", status=RunStatus.completed, input="hi", created_at=now, updated_at=now
+    )
+    events = [
+        {"type": "RUN_STARTED"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "hel"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "lo"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        {"type": "RUN_FINISHED", "result": "hello"},
+    ]
+    messages = history(record, events, {})
+    assert [(m["role"], m["messageId"], m["parts"]) for m in messages] == [
+        ("ROLE_USER", "run_1:input", [{"text": "hi", "mediaType": "text/plain"}]),
+        ("ROLE_AGENT", "m1", [{"text": "hello"}]),
+    ]

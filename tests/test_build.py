@@ -110,7 +110,7 @@ def test_dev_serves_the_agents(tmp_path: Path) -> None:
     finally:
         dev.terminate()
         out, _ = dev.communicate(timeout=20)
-    assert "refund" in out and "POST   /agents/{name}/runs" in out and f"http://127.0.0.1:{port}" in out
+    assert "refund" in out and "POST   /agents/{agent}/runs" in out and f"http://127.0.0.1:{port}" in out
 
 
 def test_build_never_overwrites_the_project(tmp_path: Path) -> None:

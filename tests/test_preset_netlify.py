@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agent_unit_cli.build import routes
 from agent_unit_cli.main import app
 from agent_unit_cli.presets.netlify import PROXY_TIMEOUT_SECONDS
 
@@ -64,12 +63,32 @@ def _redirects(output: Path) -> list[dict[str, Any]]:
     return tomllib.loads((output / "netlify.toml").read_text()).get("redirects", [])
 
 
-def _expected_paths(base_path: str) -> set[str]:
+PUBLIC_PATHS = [
+    "/agents",
+    "/agents/{agent}/runs",
+    "/runs",
+    "/runs/{run_id}",
+    "/runs/{run_id}/events",
+    "/runs/{run_id}/resume",
+    "/runs/{run_id}/cancel",
+    "/healthz",
+    "/agents/{agent}/ag-ui",
+    *(
+        f"{where}/.well-known/{file}"
+        for where in ("", "/a2a", "/agents/{agent}", "/agents/{agent}/a2a")
+        for file in ("agent-card.json", "agent.json")
+    ),
+    "/a2a",
+    "/agents/{agent}/a2a",
+    "/mcp",
+]
+"""Every public route of the backend (spec/openapi.yaml, and each agent's own A2A endpoint and cards)."""
+
+
+def _expected_paths(base_path: str, *, ui: bool = False) -> set[str]:
     """Every public route of the backend, as Netlify writes it (placeholders renamed alike to compare)."""
     prefix = base_path.rstrip("/")
-    api = [route.split()[-1] for route in routes(base_path)]
-    protocols = ["/mcp", "/a2a", "/.well-known/agent.json", "/.well-known/agent-card.json", "/agents/{name}/ag-ui"]
-    return {_generic(path) for path in [*api, *(prefix + path for path in protocols)]}
+    return {_generic(prefix + path) for path in [*PUBLIC_PATHS, *(["/ui", "/ui/:file"] if ui else [])]}
 
 
 def _generic(path: str) -> str:
@@ -115,6 +134,7 @@ def test_every_agent_route_is_proxied_with_status_200_forced(tmp_path: Path) -> 
         assert rule["status"] == 200 and rule["force"] is True, rule
         assert rule["to"] == ORIGIN + rule["from"], rule  # the same path on the backend, placeholders kept
     assert not any("__agent-unit" in rule["from"] for rule in redirects)  # the scheduler's routes stay private
+    assert "/agents/:agent/a2a" in {rule["from"] for rule in redirects}  # each agent's own A2A endpoint too
 
     toml = (output / "netlify.toml").read_text()
     assert f"after {PROXY_TIMEOUT_SECONDS} seconds" in toml and "Last-Event-ID" in toml and "no Python" in toml
@@ -253,3 +273,10 @@ def test_netlify_reads_the_rules_first_wherever_the_deploy_runs(
     theirs = ["/* /index.html 200"] if public_redirects else []
     assert _netlify_reads(netlify_parsers, elsewhere, output) == ours + theirs
     assert _netlify_reads(netlify_parsers, output, output) == ours + theirs  # run inside the output: netlify.toml too
+
+
+def test_with_ui_on_the_approvals_inbox_is_proxied_too(tmp_path: Path) -> None:
+    built = _build(_project(tmp_path, "ui = true\n"), "--origin", ORIGIN)
+    redirects = _redirects(Path(built["output"]))
+    assert {_generic(rule["from"]) for rule in redirects} == _expected_paths("/", ui=True)
+    assert "GET    /ui/" in built["routes"]

@@ -23,7 +23,8 @@ JSON_RPC = {"/mcp", "/a2a"}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     store = tmp_path_factory.mktemp("spec") / "runs.db"
-    running = Server(f"sqlite:///{store}", env={"AGENT_UNIT_SECRET": "s3cret"}).start()
+    # the inbox on, so GET /ui/ is served as the spec documents it
+    running = Server(f"sqlite:///{store}", env={"AGENT_UNIT_SECRET": "s3cret", "TEST_OPTIONS": '{"ui": true}'}).start()
     yield running
     running.stop()
 

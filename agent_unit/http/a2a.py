@@ -17,10 +17,12 @@ same actions as the HTTP routes (``start``, ``resume``, ``get``, ``cancel``, ``e
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -64,6 +66,7 @@ from .a2a_shapes import (
     RpcError,
     agent_card,
     field_violations,
+    history,
     input_from,
     read_message,
     run_statuses,
@@ -73,10 +76,11 @@ from .a2a_shapes import (
 )
 from .bodies import parse_json, refuse_declared_oversize, require_json
 from .responses import JSONResponse
-from .sse import SSEResponse, event_stream
+from .sse import KEEP_ALIVE_COMMENT, SSEResponse, message
+from .stream import KeepAlive
 
 if TYPE_CHECKING:
-    from .app import _Api
+    from .gateway import Gateway
 
 __all__ = ["CARD_PATH", "app", "card"]
 
@@ -125,6 +129,7 @@ _NOT_SERVED = {
 }
 _PAGE_SIZE, _MAX_PAGE_SIZE = 50, 100  # ListTasks' default and largest page, as a2a-sdk's server has them
 _SCAN = 200  # runs read from the store at a time while a ListTasks filter is applied here
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class PublicUrlMissing(AgentUnitError):
@@ -156,7 +161,7 @@ def listen_url(host: str, port: int | str, *, note: bool = True) -> str:
     return url
 
 
-def card(api: _Api) -> ASGIApp:
+def card(gateway: Gateway) -> ASGIApp:
     """``GET /.well-known/agent-card.json`` (and the older ``agent.json``): the agent card.
 
     The deployment's card (every agent a skill, each agent's own card linked) or, under
@@ -169,19 +174,19 @@ def card(api: _Api) -> ASGIApp:
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         agent = request.path_params.get("agent")
-        await api.guard(request, "manifest", {})
-        agents = api.engine.agents
+        await gateway.authorize(request, "manifest", {})
+        agents = gateway.agents
         if agent is not None and agent not in agents:
             raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
-        if not api.public_url:
+        if not gateway.public_url:
             raise PublicUrlMissing(
                 "the agent card needs this deployment's own URL: set AGENT_UNIT_URL (or public_url=) "
                 "to the URL clients reach it at, e.g. https://agents.example.com"
             )
-        base = _base_url(api.public_url, scope.get("root_path", ""))
+        base = _base_url(gateway.public_url, scope.get("root_path", ""))
         if agent is None:
             links = {name: (f"{base}/agents/{name}/a2a", f"{base}/agents/{name}{CARD_PATH}") for name in agents}
-            body = agent_card(api.name, agents, f"{base}/a2a", links)
+            body = agent_card(gateway.name, agents, f"{base}/a2a", links)
         else:
             body = agent_card(agent, {agent: agents[agent]}, f"{base}/agents/{agent}/a2a")
         await JSONResponse(body)(scope, receive, send)
@@ -200,9 +205,9 @@ def _base_url(public_url: str, root_path: str) -> str:
     return f"{public_url}{root}"
 
 
-def app(api: _Api) -> ASGIApp:
+def app(gateway: Gateway) -> ASGIApp:
     """``POST /a2a`` (the deployment's) and ``POST /agents/{name}/a2a`` (one agent's): the JSON-RPC endpoint."""
-    return _JsonRpc(api)
+    return _JsonRpc(gateway)
 
 
 Handler = Callable[[Request, Json, Dialect, "str | int | None"], Awaitable["Json | SSEResponse"]]
@@ -221,9 +226,9 @@ class _JsonRpc:
     authorized with action ``"a2a"`` and ``run = {}``, as ``POST /mcp`` is with ``"mcp"``.
     """
 
-    def __init__(self, api: _Api) -> None:
-        self.api = api
-        self.engine = api.engine
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.engine = gateway.engine
         self.methods: dict[str, tuple[Handler, Dialect]] = {
             "SendMessage": (self.send, "1.0"),
             "SendStreamingMessage": (self.send_streaming, "1.0"),
@@ -299,12 +304,12 @@ class _JsonRpc:
     async def _authorize_error(self, request: Request) -> None:
         """Authorize ``"a2a"`` on ``{}`` unless a method's own check ran already: an error is answered
         only to a caller who may act (and a refusal says nothing of which skills or tasks exist)."""
-        if not self.api.authorized(request):
-            await self.api.guard(request, "a2a", {})
+        if not self.gateway.authorized(request):
+            await self.gateway.authorize(request, "a2a", {})
 
     async def _read(self, request: Request) -> Any:
         """The body as JSON, refused past ``max_body_bytes`` before it is read whole (as every route is)."""
-        limit = self.api.max_body_bytes
+        limit = self.gateway.max_body_bytes
         try:
             refuse_declared_oversize(request, limit)
         except PayloadTooLarge as exc:
@@ -326,21 +331,21 @@ class _JsonRpc:
         """SendMessage: start a task, or answer one that waits for input; by default wait until it parks or ends."""
         incoming = read_message(params, dialect)
         configuration = _configuration(params)
+        length = _optional_int(configuration, "historyLength", 0)
         if dialect == "1.0":
             wait = not configuration.get("returnImmediately", False)
         else:
             wait = configuration.get("blocking", True) is not False
-        wait = wait or self.api.buffered  # a buffered host (Lambda) freezes once it answers
         if incoming.task_id is not None:
             record = await self._waiting_task(request, incoming)
             answer = input_from(incoming, lambda value: _fits_answer(record, value))
-            resumed = await self.engine.resume(record.id, answer, wait=wait)
+            resumed = await self.gateway.resume(record.id, answer, wait=wait)
             record = resumed if wait else await self.engine.get(record.id)
         else:
             agent = await self._new_task(request, incoming)
             value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
-            record = await self.engine.start(agent, value, thread_id=incoming.context_id, wait=wait)
-        body = task(record)
+            record = await self.gateway.start(agent, value, thread_id=incoming.context_id, wait=wait)
+        body = task(record, history=await self._history(record, length))
         return to_v03(body) if dialect == "0.3" else {"task": body}
 
     async def send_streaming(
@@ -352,20 +357,20 @@ class _JsonRpc:
         if incoming.task_id is not None:
             record = await self._waiting_task(request, incoming)
             answer = input_from(incoming, lambda value: _fits_answer(record, value))
-            after = await self.engine.store.last_seq(record.id)
-            await self.engine.resume(record.id, answer, wait=self.api.buffered)
+            after = await self.gateway.last_seq(record.id)
+            await self.gateway.resume(record.id, answer)
         else:
             agent = await self._new_task(request, incoming)
             value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
-            started = await self.engine.start(agent, value, thread_id=incoming.context_id, wait=self.api.buffered)
+            started = await self.gateway.start(agent, value, thread_id=incoming.context_id)
             record, after = started, 0
         first = {"task": task(record, state="TASK_STATE_WORKING")}
         return self._stream(record, first, after, dialect, request_id)
 
     async def get(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
-        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
+        length = _optional_int(params, "historyLength", 0)
         record = await self._task(request, params, "get")
-        body = task(record)
+        body = task(record, history=await self._history(record, length))
         return to_v03(body) if dialect == "0.3" else body
 
     async def cancel(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
@@ -373,7 +378,7 @@ class _JsonRpc:
         try:
             if record.finished:
                 raise RunConflict(f"run {record.id} is already {record.status.value}")
-            record = await self.engine.cancel(record.id)
+            record = await self.gateway.cancel(record.id)
         except RunConflict:
             state = task(await self.engine.get(record.id))["status"]["state"]
             raise RpcError(TASK_NOT_CANCELABLE, f"task {record.id} cannot be canceled: it is {state}") from None
@@ -390,28 +395,27 @@ class _JsonRpc:
             raise RpcError(
                 UNSUPPORTED_OPERATION, f"task {record.id} is in a terminal state ({state}): GetTask reads it"
             )
-        after = await self.engine.store.last_seq(record.id)
+        after = await self.gateway.last_seq(record.id)
         record = await self.engine.get(record.id)  # after the seq: its status covers every event up to it
         return self._stream(record, {"task": task(record)}, after, dialect, request_id)
 
     async def list_tasks(self, request: Request, params: Json, dialect: Dialect, request_id: str | int | None) -> Json:
-        """ListTasks: the run list as tasks, newest first, authorized like ``GET /runs`` (action ``list``).
+        """ListTasks: the run list as tasks, last updated first (as A2A sorts them), authorized like
+        ``GET /runs`` (action ``list``).
 
-        ``pageToken`` is the last run id of the page before (the cursor of ``GET /runs``);
-        ``totalSize`` counts every task the filters match, so it reads them all once.
+        ``pageToken`` is the sort key (update time, run id) of the page before's last task;
+        ``totalSize`` counts every task the filters match, so it reads them all once, keeping
+        only one page in memory. A task updated between two pages moves, as in a2a-sdk's server.
         """
         context_id = _optional_str(params.get("contextId"), "contextId")
         agent = _scope(request)
-        await self.api.guard(request, "list", {"agent": agent, "thread_id": context_id})
+        await self.gateway.authorize(request, "list", {"agent": agent, "thread_id": context_id})
         statuses = _status_filter(params.get("status"))
         page_size = _optional_int(params, "pageSize", 1, _MAX_PAGE_SIZE)
         page_size = _PAGE_SIZE if page_size is None else page_size
-        _optional_int(params, "historyLength", 0)  # no history is kept: any valid length reads none
+        length = _optional_int(params, "historyLength", 0)
         token = _optional_str(params.get("pageToken"), "pageToken")
-        if token is not None and not is_id(token, "run"):
-            raise RpcError(
-                INVALID_PARAMS, f"pageToken {token!r} is not a nextPageToken: send the one the last page gave"
-            )
+        before = _read_token(token) if token is not None else None
         after = _optional_timestamp(params.get("statusTimestampAfter"))
         include_artifacts = params.get("includeArtifacts", False)
         if not isinstance(include_artifacts, bool):
@@ -420,22 +424,26 @@ class _JsonRpc:
         def wanted(record: RunRecord) -> bool:
             return (statuses is None or record.status in statuses) and (after is None or record.updated_at >= after)
 
-        tasks: list[Json] = []
-        total, more = 0, False
+        total = 0
+        page: list[tuple[tuple[int, str], RunRecord]] = []  # the page_size + 1 latest after the token
         async for record in self._runs(agent, context_id, statuses):
             if not wanted(record):
                 continue
             total += 1
-            if token is not None and record.id >= token:
+            if before is not None and _order(record) >= before:
                 continue  # on an earlier page
-            if len(tasks) == page_size:
-                more = True
-                continue
-            body = task(record)
+            heapq.heappush(page, (_order(record), record))
+            if len(page) > page_size + 1:
+                heapq.heappop(page)
+        latest = [record for _, record in sorted(page, key=lambda item: item[0], reverse=True)]
+        more = len(latest) > page_size
+        tasks: list[Json] = []
+        for record in latest[:page_size]:
+            body = task(record, history=await self._history(record, length))
             if not include_artifacts:
                 body.pop("artifacts", None)  # the specification: omitted, not empty
             tasks.append(body)
-        next_token = tasks[-1]["id"] if more else ""
+        next_token = _token(latest[page_size - 1]) if more else ""
         # pageSize: "the page size used for this response", read as the A2A TCK reads it: how many it holds
         return {"tasks": tasks, "nextPageToken": next_token, "pageSize": len(tasks), "totalSize": total}
 
@@ -457,16 +465,29 @@ class _JsonRpc:
                 return
             cursor = page.next_cursor
 
+    async def _history(self, record: RunRecord, length: int | None) -> list[Json] | None:
+        """The task's last ``length`` messages (None: all; 0: none, and nothing is read).
+
+        Two reads of the store (the run's events and its journal): only where a task is answered."""
+        if length == 0:
+            return None
+        store = self.engine.store
+        events = [json.loads(event.data) for event in await store.read_events(record.id)]
+        journal = await store.load_journal(record.id)
+        answers = {key: json.loads(entry.value) for key, entry in journal.items() if entry.value is not None}
+        messages = history(record, events, answers)
+        return messages[-length:] if length is not None else messages
+
     async def _task(self, request: Request, params: Json, action: str) -> RunRecord:
         task_id = params.get("id")
         if not isinstance(task_id, str) or not task_id:
             raise RpcError(INVALID_PARAMS, "params.id (the task id) is required")
-        return _in_scope(request, await self.api.guarded_run(request, action, task_id))
+        return _in_scope(request, await self.gateway.run(request, action, task_id))
 
     async def _waiting_task(self, request: Request, incoming: Incoming) -> RunRecord:
         """The task a message answers: it must exist, belong to the message's context, and wait for input."""
         assert incoming.task_id is not None
-        record = _in_scope(request, await self.api.guarded_run(request, "resume", incoming.task_id))
+        record = _in_scope(request, await self.gateway.run(request, "resume", incoming.task_id))
         if incoming.context_id is not None and incoming.context_id != record.thread_id:
             raise RpcError(
                 INVALID_PARAMS, f"task {record.id} belongs to context {record.thread_id!r}, not {incoming.context_id!r}"
@@ -498,8 +519,8 @@ class _JsonRpc:
         elif incoming.skill is not None:
             agent = incoming.skill
         else:
-            agent = self.api.a2a_default_agent or (next(iter(agents)) if len(agents) == 1 else None)
-        await self.api.guard(request, "start", {"agent": agent, "thread_id": incoming.context_id})
+            agent = self.gateway.a2a_default_agent or (next(iter(agents)) if len(agents) == 1 else None)
+        await self.gateway.authorize(request, "start", {"agent": agent, "thread_id": incoming.context_id})
         names = ", ".join(sorted(agents)) or "none"
         if scoped is not None and incoming.skill not in (None, scoped):
             raise RpcError(
@@ -524,35 +545,24 @@ class _JsonRpc:
         def frame(result: Json, final: bool = False) -> bytes:
             if dialect == "0.3":
                 result = to_v03(result, final=final)
-            data = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, separators=(",", ":"))
-            return b"data: %s\n\n" % data.encode()
+            return message(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, separators=(",", ":")))
 
-        def body(stop: Any) -> AsyncIterator[bytes]:
+        def body(stop: asyncio.Event) -> AsyncIterator[bytes]:
             async def frames() -> AsyncIterator[bytes]:
                 yield frame(first)
-                events = event_stream(
-                    self.engine,
-                    run_id,
-                    after=after,
-                    follow=False,
-                    # a2a-sdk's default client gives up after 5 s without a byte: keep-alives come sooner
-                    keepalive=min(self.api.keepalive, 3.0),
-                    poll_interval=self.api.poll_interval,
-                    stop=stop,
-                    once=self.api.buffered,
-                )
+                # a2a-sdk's default client gives up after 5 s without a byte: keep-alives come sooner
+                items = self.gateway.events(run_id, after=after, stop=stop, keepalive=min(self.gateway.keepalive, 3.0))
                 try:
-                    async for chunk in events:
-                        parsed = _parse_sse(chunk)
-                        if parsed is None:
-                            yield chunk  # a keep-alive comment
+                    async for item in items:
+                        if isinstance(item, KeepAlive):
+                            yield KEEP_ALIVE_COMMENT
                             continue
-                        for result, final in stream_items(run_id, thread_id, *parsed):
+                        for result, final in stream_items(run_id, thread_id, item.seq, json.loads(item.data)):
                             yield frame(result, final)
                 except Exception:  # the response has started: the error can only be the stream's last event
                     log.exception("agent-unit: the A2A stream of run %s failed", run_id)
                     failure = _error_body(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect)
-                    yield b"event: error\ndata: %s\n\n" % json.dumps(failure, separators=(",", ":")).encode()
+                    yield message(json.dumps(failure, separators=(",", ":")), event="error")
 
             return frames()
 
@@ -613,6 +623,28 @@ def _status_filter(value: Any) -> frozenset[RunStatus] | None:
     return run_statuses(value)
 
 
+def _order(record: RunRecord) -> tuple[int, str]:
+    """ListTasks' sort key, latest first: the last update (whole microseconds), then the run id."""
+    return _micros(record.updated_at), record.id
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _token(record: RunRecord) -> str:
+    """A page token: the sort key of the page's last task."""
+    micros, run_id = _order(record)
+    return f"{micros}.{run_id}"
+
+
+def _read_token(token: str) -> tuple[int, str]:
+    micros, _, run_id = token.partition(".")
+    if not (micros.isascii() and micros.isdigit() and len(micros) < 20 and is_id(run_id, "run")):
+        raise RpcError(INVALID_PARAMS, f"pageToken {token!r} is not a nextPageToken: send the one the last page gave")
+    return int(micros), run_id
+
+
 def _optional_timestamp(value: Any) -> datetime | None:
     """An RFC 3339 timestamp (proto JSON's form of ``google.protobuf.Timestamp``)."""
     if value is None:
@@ -626,18 +658,6 @@ def _optional_timestamp(value: Any) -> datetime | None:
             INVALID_PARAMS, f"statusTimestampAfter {value!r} is not an RFC 3339 time such as 2026-01-01T00:00:00Z"
         )
     return moment
-
-
-def _parse_sse(chunk: bytes) -> tuple[int, Json] | None:
-    """``id: <seq>`` and ``data: <event>`` from one message of :func:`event_stream`; None for a comment."""
-    if chunk.startswith(b":"):
-        return None
-    fields = dict(line.split(b": ", 1) for line in chunk.strip().split(b"\n"))
-    return int(fields[b"id"]), json.loads(fields[b"data"])
-
-
-def _run_info(record: RunRecord) -> dict[str, Any]:
-    return {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
 
 
 def _fits_input(agent: Any, value: Any) -> bool:
@@ -697,8 +717,7 @@ def _error(
     body = _error_body(request_id, error, dialect)
     if not streaming:
         return JSONResponse(body)
-    data = json.dumps(body, separators=(",", ":")).encode()
-    frame = (b"event: error\n" if dialect == "1.0" else b"") + b"data: %s\n\n" % data
+    frame = message(json.dumps(body, separators=(",", ":")), event="error" if dialect == "1.0" else None)
 
     def one(stop: Any) -> AsyncIterator[bytes]:
         async def frames() -> AsyncIterator[bytes]:

@@ -33,6 +33,7 @@ __all__ = [
     "read_message",
     "run_statuses",
     "stream_items",
+    "history",
     "task",
     "to_v03",
 ]
@@ -245,8 +246,62 @@ def _run_metadata(record: RunRecord, status: str) -> Json:
     return {"agentUnit": meta}
 
 
-def task(record: RunRecord, *, state: str | None = None) -> Json:
-    """The run as an A2A task: id = run id, contextId = thread id.
+def _user_message(message_id: str, run_id: str, thread_id: str, value: Any) -> Json:
+    return {
+        "messageId": message_id,
+        "taskId": run_id,
+        "contextId": thread_id,
+        "role": "ROLE_USER",
+        "parts": [_part(value)],
+    }
+
+
+def history(record: RunRecord, events: Iterable[Json], answers: Mapping[str, Any]) -> list[Json]:
+    """The task's messages, oldest first, as A2A's ``history`` holds them: the user's input, the
+    agent's text messages, and at each pause the agent's request and the user's answer.
+
+    Rebuilt from what the run keeps durably (its input, its stored events in seq order, and
+    ``answers``: the journaled answer of each interrupt key), so every server over the store
+    shows the same history, after a restart too. The status message of now (the pending
+    request, a failure) is the task's ``status.message``, not history, as in a2a-sdk's server.
+    Ids are stable: ``<task>:input``, the event's ``messageId`` for a text message,
+    ``<task>:<key>`` for a request (as its status message had) and ``<task>:<key>:answer``.
+    """
+    run_id, thread_id = record.id, record.thread_id
+    messages = [_user_message(f"{run_id}:input", run_id, thread_id, record.input)]
+    texts: dict[str, list[str]] = {}  # open text messages, by messageId
+    asked: set[str] = set()
+    pending = record.interrupt.key if record.status == RunStatus.interrupted and record.interrupt else None
+
+    def close(message_id: str) -> None:
+        parts = texts.pop(message_id)
+        if parts:
+            messages.append(_agent_message(message_id, run_id, thread_id, [{"text": "".join(parts)}]))
+
+    for event in events:
+        kind = event.get("type")
+        if kind == "TEXT_MESSAGE_START" and isinstance(event.get("messageId"), str):
+            texts.setdefault(event["messageId"], [])
+        elif kind == "TEXT_MESSAGE_CONTENT" and isinstance(event.get("delta"), str):
+            texts.setdefault(str(event.get("messageId")), []).append(event["delta"])
+        elif kind == "TEXT_MESSAGE_END" and event.get("messageId") in texts:
+            close(event["messageId"])
+        elif kind == "RUN_INTERRUPTED" and isinstance(event.get("interrupt"), dict):
+            interrupt = event["interrupt"]
+            key = interrupt.get("key")
+            if key in asked or key == pending:
+                continue
+            asked.add(key)
+            messages.append(interrupt_message(run_id, thread_id, interrupt))
+            if key in answers:
+                messages.append(_user_message(f"{run_id}:{key}:answer", run_id, thread_id, answers[key]))
+    for message_id in list(texts):  # a message the run never ended (it failed or was cancelled inside it)
+        close(message_id)
+    return messages
+
+
+def task(record: RunRecord, *, state: str | None = None, history: list[Json] | None = None) -> Json:
+    """The run as an A2A task: id = run id, contextId = thread id; ``history`` when given and not empty.
 
     ``state`` overrides the status: a stream's first task is ``working`` (it was just started
     or resumed), whatever the record said a moment before.
@@ -266,6 +321,8 @@ def task(record: RunRecord, *, state: str | None = None) -> Json:
     }
     if state == "TASK_STATE_COMPLETED" and record.output is not None:
         body["artifacts"] = [output_artifact(record.output)]
+    if history:
+        body["history"] = history
     return body
 
 
@@ -382,6 +439,8 @@ def to_v03(result: Json, *, final: bool = False) -> Json:
     out = {**body, "kind": "task", "status": _v03_status(body["status"])}
     if "artifacts" in body:
         out["artifacts"] = [_v03_artifact(artifact) for artifact in body["artifacts"]]
+    if "history" in body:
+        out["history"] = [_v03_message(message) for message in body["history"]]
     return out
 
 

@@ -18,6 +18,7 @@ import costs about 0.2 s), and the route answers 501 where it is not installed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -41,10 +42,11 @@ from ..errors import (
 from ..events import dumps, now_ms
 from ..records import RunRecord, RunStatus, agui_usage
 from .bodies import read_json
-from .sse import SSEResponse, event_stream, utf8
+from .sse import KEEP_ALIVE_COMMENT, SSEResponse, message
+from .stream import KeepAlive
 
 if TYPE_CHECKING:
-    from .app import _Api
+    from .gateway import Gateway
 
 __all__ = ["app"]
 
@@ -87,13 +89,13 @@ class InterruptNotFound(RunNotFound):
     code = "interrupt_not_found"
 
 
-def app(api: _Api) -> ASGIApp:
+def app(gateway: Gateway) -> ASGIApp:
     """The route's ASGI app (built once, at its first request)."""
     try:
         from ag_ui.core import EventType, RunAgentInput
     except ImportError:
         return _unavailable
-    return _AgUi(api, RunAgentInput, frozenset(kind.value for kind in EventType))
+    return _AgUi(gateway, RunAgentInput, frozenset(kind.value for kind in EventType))
 
 
 async def _unavailable(scope: Scope, receive: Receive, send: Send) -> None:
@@ -108,9 +110,9 @@ def interrupt_id(run_id: str, key: str) -> str:
 class _AgUi:
     """The route: a RunAgentInput in, the stream of one AG-UI run out."""
 
-    def __init__(self, api: _Api, run_agent_input: Any, event_types: frozenset[str]) -> None:
-        self.api = api
-        self.engine = api.engine
+    def __init__(self, gateway: Gateway, run_agent_input: Any, event_types: frozenset[str]) -> None:
+        self.gateway = gateway
+        self.engine = gateway.engine
         self.RunAgentInput = run_agent_input
         self.event_types = event_types
 
@@ -122,21 +124,21 @@ class _AgUi:
         """Start a run, or continue the one a resume entry names; every refusal is raised before any event."""
         agent = request.path_params["agent"]
         try:
-            run_input = self.read(await read_json(request, self.api.max_body_bytes))
+            run_input = self.read(await read_json(request, self.gateway.max_body_bytes))
         except AgentUnitError:
-            await self.api.guard(request, "start", {"agent": agent, "thread_id": None})  # authorized before answered
+            # authorized before answered
+            await self.gateway.authorize(request, "start", {"agent": agent, "thread_id": None})
             raise
         if run_input.resume:
             return await self.resume(request, agent, run_input)
         thread_id = run_input.thread_id or None
         # an unknown agent is authorized as if it existed: a refusal is the same for both
-        await self.api.guard(request, "start", {"agent": agent, "thread_id": thread_id})
-        definition = self.engine.agents.get(agent)
+        await self.gateway.authorize(request, "start", {"agent": agent, "thread_id": thread_id})
+        definition = self.gateway.agents.get(agent)
         if definition is None:
             raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
-        # A buffered host (Lambda) freezes once it answers: run until the run parks, ends or yields first.
-        wait = self.api.buffered
-        record = await self.engine.start(agent, agent_input(definition, run_input), thread_id=thread_id, wait=wait)
+        # A buffered host (Lambda) freezes once it answers: the gateway runs it until it parks, ends or yields.
+        record = await self.gateway.start(agent, agent_input(definition, run_input), thread_id=thread_id)
         return self.stream(record, run_input.run_id, after=0)
 
     def read(self, body: dict[str, Any]) -> Any:
@@ -157,7 +159,7 @@ class _AgUi:
         run_id, _, key = entry.interrupt_id.partition(":")
         action = "resume" if entry.status == "resolved" else "cancel"
         try:  # authorized first, whatever is wrong with the entry: a refusal says nothing of which runs exist
-            record = await self.api.guarded_run(request, action, run_id)
+            record = await self.gateway.run(request, action, run_id)
         except RunNotFound:
             record = None
         if len(run_input.resume) != 1:
@@ -184,47 +186,37 @@ class _AgUi:
             raise RunConflict(
                 f"run {record.id} waits on interrupt {current!r}, not {entry.interrupt_id!r}: answer that one"
             )
-        after = await self.engine.store.last_seq(record.id)
+        after = await self.gateway.last_seq(record.id)
         # The key is checked again inside the engine's compare-and-set: an answer given for an
         # interrupt the run has meanwhile left (another tab answered it) is refused, never moved on.
         if entry.status == "resolved":  # InvalidAnswer (422) leaves it parked
-            await self.engine.resume(record.id, entry.payload, interrupt_key=key, wait=self.api.buffered)
+            await self.gateway.resume(record.id, entry.payload, interrupt_key=key)
         else:
-            await self.engine.cancel(record.id, interrupt_key=key)
+            await self.gateway.cancel(record.id, interrupt_key=key)
         return self.stream(record, run_input.run_id, after=after)
 
     def stream(self, record: RunRecord, agui_run_id: str, *, after: int) -> SSEResponse:
         """The run's events after ``after``, as one AG-UI run, until it parks or ends."""
-        api = self.api
 
-        async def body(stop: Any) -> AsyncIterator[bytes]:
+        async def body(stop: asyncio.Event) -> AsyncIterator[bytes]:
             translate = Translator(
                 record.id, record.thread_id, agui_run_id, self.event_types, usage=agui_usage(record.usage)
             )
-            chunks = event_stream(
-                self.engine,
-                record.id,
-                after=after,
-                follow=False,
-                keepalive=api.keepalive,
-                poll_interval=api.poll_interval,
-                stop=stop,
-                once=api.buffered,
-            )
+            items = self.gateway.events(record.id, after=after, stop=stop)
             try:
-                async with contextlib.aclosing(chunks):
-                    async for chunk in chunks:
-                        if chunk.startswith(b":"):  # a keep-alive comment
-                            yield chunk
+                async with contextlib.aclosing(items):
+                    async for item in items:
+                        if isinstance(item, KeepAlive):
+                            yield KEEP_ALIVE_COMMENT
                             continue
-                        stored = json.loads(chunk.partition(b"\ndata: ")[2])
+                        stored = json.loads(item.data)
                         usage = None
                         if stored.get("type") in _ENDS and "usage" not in stored:
                             # Saved with the event: the run's usage as it parked, failed or was cancelled.
                             now = await self.engine.store.load_run(record.id)
                             usage = agui_usage(now.usage) if now is not None else None
                         for event in translate(stored, usage):
-                            yield b"data: %s\n\n" % utf8(dumps(event))
+                            yield message(dumps(event))
                         if translate.done:
                             return
             except Exception:
@@ -235,7 +227,7 @@ class _AgUi:
                     "code": "internal",
                 }
                 for event in translate(failed, None):
-                    yield b"data: %s\n\n" % utf8(dumps(event))
+                    yield message(dumps(event))
 
         return SSEResponse(body, headers={"x-run-id": record.id, "x-stream-after": str(after)})
 
@@ -264,10 +256,10 @@ def agent_input(agent: Agent, run_input: Any) -> Any:
 
 
 def _last_user_text(messages: list[Any]) -> str | None:
-    for message in reversed(messages):
-        if message.role != "user":
+    for entry in reversed(messages):
+        if entry.role != "user":
             continue
-        content = message.content
+        content = entry.content
         if isinstance(content, str):
             return content
         return "\n".join(part.text for part in content if getattr(part, "type", None) == "text")

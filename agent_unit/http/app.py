@@ -28,24 +28,18 @@ from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
 from ..env import drain
-from ..errors import (
-    AgentNotFound,
-    AgentUnitError,
-    BadRequest,
-    ForbiddenOrigin,
-    InvalidArgument,
-    RunNotFound,
-    StoreUnavailable,
-)
+from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, StoreUnavailable
 from ..ids import is_id
 from ..records import RunRecord
 from ..scheduler import Scheduler
-from .auth import Authorize, authorize, check_secret, load_authorize, production
+from .auth import Authorize, check_secret, load_authorize, production
 from .bodies import read_json, refuse_non_json
+from .gateway import Gateway
 from .inbox import page
-from .origins import Origins, same_host
+from .origins import Origins
 from .responses import JSONResponse
-from .sse import SSEResponse, event_stream
+from .routes import served_routes
+from .sse import SSEResponse, event_messages
 
 __all__ = ["AgentUnit", "agent_units", "create_agent_unit", "host_defaults"]
 
@@ -64,6 +58,7 @@ class AgentUnit(Starlette):
     scheduler of its ``tasks`` (None without tasks)."""
 
     engine: RunEngine
+    gateway: Gateway  # what a protocol module of your own uses, as the built-in ones do
     scheduler: Scheduler | None
     created: int  # this process's count of units when it was made: agent_units() lists them in order
     mount_path: str = ""  # where an outer app mounts it (its first request's root_path): continuations go there
@@ -171,13 +166,11 @@ def create_agent_unit(
     if a2a_default_agent is not None and a2a_default_agent not in engine.agents:
         names = ", ".join(sorted(engine.agents)) or "none"
         raise ValueError(f"a2a_default_agent {a2a_default_agent!r} is not an agent: the agents are {names}")
-    api = _Api(
+    gateway = Gateway(
         engine,
         name=name,
         authorize=load_authorize(authorize),
         max_body_bytes=max_body_bytes,
-        secret=secret if secret is not None else env.get("AGENT_UNIT_SECRET"),
-        require_secret=production() if require_secret is None else require_secret,
         keepalive=keepalive_seconds,
         poll_interval=poll_interval,
         public_url=public_url,
@@ -185,35 +178,33 @@ def create_agent_unit(
         buffered=buffered,
         a2a_default_agent=a2a_default_agent,
     )
-    a2a, a2a_card = _Lazy("a2a", api), _Lazy("a2a", api, "card")
+    api = _Routes(
+        gateway,
+        secret=secret if secret is not None else env.get("AGENT_UNIT_SECRET"),
+        require_secret=production() if require_secret is None else require_secret,
+    )
+    # The protocols: each module is imported at its first request, so no other route and no
+    # cold start pays for its SDK.
+    endpoints: dict[str, Any] = {
+        "manifest": api.manifest,
+        "start": api.start,
+        "list": api.list,
+        "run": api.run,
+        "events": api.events,
+        "resume": api.resume,
+        "cancel": api.cancel,
+        "healthz": api.healthz,
+        "continue": api.continue_run,
+        "sweep": api.sweep,
+        "ag_ui": _Lazy("agui", gateway),
+        "a2a_card": _Lazy("a2a", gateway, "card"),
+        "a2a": _Lazy("a2a", gateway),
+        "mcp": _Lazy("mcp", gateway),
+        "ui": api.ui,
+    }
     routes: list[BaseRoute] = [
-        Route("/agents", api.manifest, methods=["GET"]),
-        Route("/agents/{agent}/runs", api.start, methods=["POST"]),
-        Route("/runs", api.list, methods=["GET"]),
-        Route("/runs/{run_id}", api.run, methods=["GET", "DELETE"]),  # one route, so 405 lists both in Allow
-        Route("/runs/{run_id}/events", api.events, methods=["GET"]),
-        Route("/runs/{run_id}/resume", api.resume, methods=["POST"]),
-        Route("/runs/{run_id}/cancel", api.cancel, methods=["POST"]),
-        Route("/healthz", api.healthz, methods=["GET"]),  # outside authorize: load balancers call it
-        Route("/__agent-unit/continue", api.continue_run, methods=["POST"]),
-        Route("/__agent-unit/sweep", api.sweep, methods=["POST"]),
-        # The protocols: each module is imported at its first request, so no other route and
-        # no cold start pays for its SDK.
-        Route("/agents/{agent}/ag-ui", _Lazy("agui", api), methods=["POST"]),
-        # A2A: the deployment's card and endpoint, and each agent's own (a generic client needs no
-        # skill). A card is also under its endpoint's path, where a client given only that URL looks.
-        *(
-            Route(f"{where}/.well-known/{file}", a2a_card, methods=["GET"])
-            for where in ("", "/a2a", "/agents/{agent}", "/agents/{agent}/a2a")
-            for file in ("agent-card.json", "agent.json")
-        ),
-        Route("/a2a", a2a, methods=["POST"]),
-        Route("/agents/{agent}/a2a", a2a, methods=["POST"]),
+        Route(spec.path, endpoints[spec.name], methods=list(spec.methods)) for spec in served_routes(mcp=mcp, ui=ui)
     ]
-    if mcp:
-        routes.append(Route("/mcp", _Lazy("mcp", api), methods=["POST"]))
-    if ui:
-        routes += [Route(path, api.ui, methods=["GET"]) for path in ("/ui", "/ui/", "/ui/{file}")]
     prefix = "/" + base_path.strip("/")
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
@@ -238,6 +229,7 @@ def create_agent_unit(
         exception_handlers={AgentUnitError: _agent_unit_error, HTTPException: _http_error, Exception: _server_error},
     )
     app.engine = engine
+    app.gateway = gateway
     app.scheduler = scheduler
     app.created = next(_count)
     _created.add(app)
@@ -285,114 +277,38 @@ def _wants_stream(request: Request) -> bool:
 
 class _Lazy:
     """An ASGI endpoint whose module is imported on its first request: ``agent_unit.http.<module>``
-    exposes ``<factory>(api) -> ASGI app``, built once per app."""
+    exposes ``<factory>(gateway) -> ASGI app``, built once per app."""
 
-    def __init__(self, module: str, api: _Api, factory: str = "app") -> None:
-        self._module, self._factory, self._api = module, factory, api
+    def __init__(self, module: str, gateway: Gateway, factory: str = "app") -> None:
+        self._module, self._factory, self._gateway = module, factory, gateway
         self._app: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self._app is None:
             module = importlib.import_module(f"agent_unit.http.{self._module}")
-            self._app = getattr(module, self._factory)(self._api)
+            self._app = getattr(module, self._factory)(self._gateway)
         await self._app(scope, receive, send)
 
 
-def _run_info(record: RunRecord) -> dict[str, Any]:
-    return {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
+class _Routes:
+    """The REST routes of DESIGN.md, on the gateway as every protocol is; the internal routes
+    (continue, sweep) are guarded by the secret instead."""
 
-
-class _Api:
-    def __init__(
-        self,
-        engine: RunEngine,
-        *,
-        name: str,
-        authorize: Authorize | None,
-        max_body_bytes: int,
-        secret: str | None,
-        require_secret: bool,
-        keepalive: float,
-        poll_interval: float,
-        public_url: str | None = None,
-        origins: Origins | None = None,
-        buffered: bool = False,
-        a2a_default_agent: str | None = None,
-    ) -> None:
-        self.engine = engine
-        self.name = name
-        self.authorize = authorize
-        self.max_body_bytes = max_body_bytes
+    def __init__(self, gateway: Gateway, *, secret: str | None, require_secret: bool) -> None:
+        self.gateway = gateway
+        self.engine = gateway.engine
         self.secret = secret
         self.require_secret = require_secret
-        self.keepalive = keepalive
-        self.poll_interval = poll_interval
-        self.public_url = public_url.rstrip("/") if public_url else None
-        self.origins = origins if origins is not None else Origins(public_url)
-        self.buffered = buffered
-        self.a2a_default_agent = a2a_default_agent
 
     async def guard(self, request: Request, action: str, run: dict[str, Any]) -> None:
-        """Raise 401/403 unless ``authorize`` allows ``action`` on ``run``.
-
-        Every route calls it before it answers anything about the request (a body that does not
-        parse, an agent or a run that does not exist), so a caller who may not act learns nothing.
-        """
-        self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
-        self.refuse_foreign_pages(request)
-        await authorize(self.authorize, request, action, run)
-        request.state.agent_unit_authorized = True
-
-    def refuse_foreign_pages(self, request: Request) -> None:
-        """403 for a request that changes state from a page of a foreign site.
-
-        A page can send a POST with no body, or with a body a CORS preflight does not check,
-        to any site; the browser adds the user's cookies. Such a request names its page in
-        ``Origin``: it may go on when that page is this deployment's own (the same host, or
-        the public URL), on loopback, or listed in ``allowed_origins``. Reads, and clients that
-        are not browsers (no ``Origin``), are not concerned.
-        """
-        if request.method in ("GET", "HEAD", "OPTIONS"):
-            return
-        origin = request.headers.get("origin")
-        if self.origins.allows(origin) or same_host(origin or "", request.headers.get("host")):
-            return
-        raise ForbiddenOrigin(
-            f"Origin {(origin or '')[:100]!r} may not change anything here: a page must be served from this "
-            "deployment, from loopback, or from an origin listed in allowed_origins"
-        )
-
-    def authorized(self, request: Request) -> bool:
-        """Whether :meth:`guard` has let this request through already."""
-        return bool(getattr(request.state, "agent_unit_authorized", False))
+        await self.gateway.authorize(request, action, run)
 
     async def _run(self, request: Request, action: str) -> RunRecord:
-        return await self.guarded_run(request, action, request.path_params["run_id"])
-
-    async def guarded_run(self, request: Request, action: str, run_id: str) -> RunRecord:
-        """The run, once ``authorize`` allows ``action`` on it. A missing run is authorized as
-        ``{"id": run_id}`` before the 404, so a caller who may not act learns nothing of which
-        run ids exist."""
-        try:
-            record = await self.engine.get(run_id)
-        except RunNotFound:
-            await self.guard(request, action, {"id": run_id})
-            raise
-        await self.guard(request, action, _run_info(record))
-        return record
+        return await self.gateway.run(request, action, request.path_params["run_id"])
 
     def _stream(self, run_id: str, after: int, follow: bool = False) -> SSEResponse:
-        def body(stop: Any) -> AsyncIterator[bytes]:
-            return event_stream(
-                self.engine,
-                run_id,
-                after=after,
-                follow=follow,
-                keepalive=self.keepalive,
-                poll_interval=self.poll_interval,
-                stop=stop,
-                once=self.buffered,
-            )
+        def body(stop: asyncio.Event) -> AsyncIterator[bytes]:
+            return event_messages(self.gateway.events(run_id, after=after, follow=follow, stop=stop))
 
         # x-stream-after: the seq this stream starts after, so a client that loses it
         # before the first event continues from there (never from the run's beginning).
@@ -412,12 +328,12 @@ class _Api:
             }
             for agent_name, agent in sorted(self.engine.agents.items())
         ]
-        return JSONResponse({"name": self.name, "agents": agents})
+        return JSONResponse({"name": self.gateway.name, "agents": agents})
 
-    async def start(self, request: Request) -> Response:
+    async def start(self, request: Request) -> Response | SSEResponse:
         agent = request.path_params["agent"]
         try:
-            body = await read_json(request, self.max_body_bytes)
+            body = await read_json(request, self.gateway.max_body_bytes)
             unknown = sorted(set(body) - {"input", "thread_id"})
             if unknown:
                 raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ...}}")
@@ -432,10 +348,10 @@ class _Api:
         if agent not in self.engine.agents:
             raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
         if _wants_stream(request):
-            record = await self.engine.start(agent, body.get("input"), thread_id=thread_id, wait=self.buffered)
+            record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id)
             return self._stream(record.id, after=0)
-        wait = _flag(request, "wait") or self.buffered  # a buffered host freezes once it answers
-        record = await self.engine.start(agent, body.get("input"), thread_id=thread_id, wait=wait)
+        wait = _flag(request, "wait") or self.gateway.buffered  # a buffered host freezes once it answers
+        record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, wait=wait)
         return JSONResponse(record.public(), status_code=200 if wait else 202)
 
     async def list(self, request: Request) -> Response:
@@ -461,7 +377,7 @@ class _Api:
         record = await self._run(request, "get")
         return JSONResponse(record.public())
 
-    async def events(self, request: Request) -> Response:
+    async def events(self, request: Request) -> Response | SSEResponse:
         record = await self._run(request, "events")
         raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= _MAX_SEQ):
@@ -471,18 +387,18 @@ class _Api:
             )
         return self._stream(record.id, after=int(raw), follow=_flag(request, "follow"))
 
-    async def resume(self, request: Request) -> Response:
+    async def resume(self, request: Request) -> Response | SSEResponse:
         record = await self._run(request, "resume")
-        body = await read_json(request, self.max_body_bytes, required=False)
+        body = await read_json(request, self.gateway.max_body_bytes, required=False)
         unknown = sorted(set(body) - {"answer"})
         if unknown:
             raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'answer': ...}}")
         if _wants_stream(request):
-            after = await self.engine.store.last_seq(record.id)
-            await self.engine.resume(record.id, body.get("answer"), wait=self.buffered)
+            after = await self.gateway.last_seq(record.id)
+            await self.gateway.resume(record.id, body.get("answer"))
             return self._stream(record.id, after=after)
-        wait = _flag(request, "wait") or self.buffered
-        resumed = await self.engine.resume(record.id, body.get("answer"), wait=wait)
+        wait = _flag(request, "wait") or self.gateway.buffered
+        resumed = await self.gateway.resume(record.id, body.get("answer"), wait=wait)
         return JSONResponse(
             (resumed if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202
         )
@@ -490,7 +406,7 @@ class _Api:
     async def cancel(self, request: Request) -> Response:
         record = await self._run(request, "cancel")
         refuse_non_json(request)
-        return JSONResponse((await self.engine.cancel(record.id)).public())
+        return JSONResponse((await self.gateway.cancel(record.id)).public())
 
     async def delete(self, request: Request) -> Response:
         record = await self._run(request, "delete")
@@ -519,9 +435,9 @@ class _Api:
     # -- internal routes -------------------------------------------------------------------
 
     async def continue_run(self, request: Request) -> Response:
-        self.refuse_foreign_pages(request)
+        self.gateway.refuse_foreign_pages(request)
         check_secret(request, self.secret, required=self.require_secret)
-        body = await read_json(request, self.max_body_bytes)
+        body = await read_json(request, self.gateway.max_body_bytes)
         run_id = body.get("run_id")
         if not isinstance(run_id, str):
             raise BadRequest("send {'run_id': ...}")
@@ -529,7 +445,7 @@ class _Api:
         return JSONResponse(record.public())
 
     async def sweep(self, request: Request) -> Response:
-        self.refuse_foreign_pages(request)
+        self.gateway.refuse_foreign_pages(request)
         check_secret(request, self.secret, required=self.require_secret)
         refuse_non_json(request)
         result = await self.engine.sweep(wait=True)

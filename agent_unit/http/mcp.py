@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
 
     from ..agent import Agent
-    from .app import _Api
+    from .gateway import Gateway
 
 __all__ = ["RESUME_TOOL", "app", "tool_input_schema"]
 
@@ -70,8 +70,8 @@ _INSTRUCTIONS = (
 )
 
 
-def app(api: _Api) -> ASGIApp:
-    """The ``/mcp`` endpoint for ``api``'s agents; a 501 answer when the SDK is missing."""
+def app(gateway: Gateway) -> ASGIApp:
+    """The ``/mcp`` endpoint for the gateway's agents; a 501 answer when the SDK is missing."""
     try:
         from mcp.server.lowlevel import Server
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -85,7 +85,7 @@ def app(api: _Api) -> ASGIApp:
 
     from .. import __version__
 
-    agents = api.engine.agents
+    agents = dict(gateway.agents)
     if RESUME_TOOL in agents:
         # Renaming either would surprise: a client reading spec/mcp.md expects resume_run to
         # resume, and the agent's own name everywhere else. So the clash is refused, loudly.
@@ -96,9 +96,9 @@ def app(api: _Api) -> ASGIApp:
         log.error("agent-unit: POST /mcp is refused: %s", message)
         return _refuse(500, "mcp_tool_clash", message)
 
-    tools = _Tools(api, agents)
+    tools = _Tools(gateway, agents)
     server: Server[Any] = Server(
-        api.name,
+        gateway.name,
         version=__version__,
         instructions=_INSTRUCTIONS,
         on_list_tools=tools.list_tools,
@@ -110,7 +110,7 @@ def app(api: _Api) -> ASGIApp:
     # The SDK's DNS-rebinding protection is off: it refuses any Host header not on a fixed list,
     # and a deployment is reached by names this process cannot know (its domain, a load
     # balancer's, a proxy's). What the MCP transport requires, refusing a browser page from a
-    # foreign Origin (403), is checked here instead, against ``api.origins``: loopback, the
+    # foreign Origin (403), is checked here instead, against ``gateway.origins``: loopback, the
     # public URL's origin and ``allowed_origins``. Requests without an Origin (not a browser)
     # pass to the ``authorize`` hook, which guards /mcp like every other route.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -119,15 +119,15 @@ def app(api: _Api) -> ASGIApp:
         request = Request(scope)
         try:
             origin = request.headers.get("origin")
-            if not api.origins.allows(origin):
+            if not gateway.origins.allows(origin):
                 raise ForbiddenOrigin(
-                    f"Origin {origin[:100]!r} may not call /mcp: a page must be served from this deployment's "
+                    f"Origin {(origin or '')[:100]!r} may not call /mcp: a page must be served from this deployment's "
                     "URL, from loopback, or from an origin listed in allowed_origins"
                 )
-            await api.guard(request, "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
+            await gateway.authorize(request, "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
             # Before the SDK, which answers both with a bare text body: the same JSON errors as every route.
             require_json(request)
-            refuse_declared_oversize(request, api.max_body_bytes)
+            refuse_declared_oversize(request, gateway.max_body_bytes)
         except AgentUnitError as exc:
             await JSONResponse(exc.to_dict(), status_code=exc.status)(scope, receive, send)
             return
@@ -136,7 +136,7 @@ def app(api: _Api) -> ASGIApp:
             json_response=True,
             stateless=True,
             security_settings=security,
-            max_request_body_size=api.max_body_bytes,
+            max_request_body_size=gateway.max_body_bytes,
         )
         async with manager.run():
             await manager.handle_request(scope, receive, send)
@@ -184,10 +184,10 @@ def tool_input_schema(schema: dict[str, Any], *, required: bool = True) -> tuple
 class _Tools:
     """The tools: one per agent, and ``resume_run``. Built once, as the agents are fixed."""
 
-    def __init__(self, api: _Api, agents: dict[str, Agent]) -> None:
+    def __init__(self, gateway: Gateway, agents: dict[str, Agent]) -> None:
         from mcp.types import Tool
 
-        self._api = api
+        self._gateway = gateway
         self._schemas: dict[str, dict[str, Any]] = {}
         self._wrapped: set[str] = set()
         tools: list[Tool] = []
@@ -241,7 +241,7 @@ class _Tools:
     async def _start(self, request: Request, name: str, arguments: dict[str, Any]) -> RunRecord:
         # the REST route's action, before anything is checked: an unknown tool is authorized as
         # if it existed, so a refusal is the same for both
-        await self._api.guard(request, "start", {"agent": name, "thread_id": None})
+        await self._gateway.authorize(request, "start", {"agent": name, "thread_id": None})
         if name not in self._schemas:
             raise AgentNotFound(f"no tool named {name!r}: tools/list lists them")
         if name in self._wrapped:
@@ -251,20 +251,20 @@ class _Tools:
             value: Any = arguments.get("input")
         else:
             value = arguments
-        return await self._api.engine.start(name, value, wait=True)
+        return await self._gateway.start(name, value, wait=True)
 
     async def _resume(self, request: Request, arguments: dict[str, Any]) -> RunRecord:
         run_id = arguments.get("run_id")
         usage = f"send {{'run_id': ..., 'answer': ...}} to {RESUME_TOOL}"
         if not isinstance(run_id, str):
-            await self._api.guard(request, "resume", {})  # authorized before answered, as every error is
+            await self._gateway.authorize(request, "resume", {})  # authorized before answered, as every error is
             raise InvalidArgument(usage)
-        record = await self._api.guarded_run(request, "resume", run_id)  # the REST route's action: one policy
+        record = await self._gateway.run(request, "resume", run_id)  # the REST route's action: one policy
         unknown = sorted(set(arguments) - {"run_id", "answer", "interrupt"})
         if unknown or "answer" not in arguments:
             raise InvalidArgument(usage)
         key = arguments.get("interrupt")
-        return await self._api.engine.resume(record.id, arguments["answer"], wait=True, interrupt_key=key)
+        return await self._gateway.resume(record.id, arguments["answer"], wait=True, interrupt_key=key)
 
 
 def _accepts_none(agent: Agent) -> bool:

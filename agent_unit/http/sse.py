@@ -1,8 +1,9 @@
-"""The run event stream as Server-Sent Events, written as a small ASGI response.
+"""Server-Sent Events: the framing of a stream, and a small ASGI response that sends one.
 
-Each stored event is one SSE message whose ``id`` is its seq, so a client that reconnects
-with ``Last-Event-ID`` (or ``?after=``) continues exactly where it stopped. The stream ends
-when the run parks or ends (unless it follows), and sends a comment line as a keep-alive.
+Every SSE byte of the API is written here, at the end: the REST route frames each stored
+event as one message whose ``id`` is its seq (so a client that reconnects with
+``Last-Event-ID`` or ``?after=`` continues exactly where it stopped), and the protocols
+frame their own translations with :func:`message`. A keep-alive is a comment line.
 
 Written by hand rather than with a library because it must behave the same under uvicorn,
 under Mangum (which buffers the whole body, so the stream must end by itself) and in
@@ -14,23 +15,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from starlette.types import Receive, Scope, Send
 
-from ..engine import RunEngine
 from ..errors import StoreUnavailable
-from ..records import FINISHED, RunStatus
+from ..records import StoredEvent
+from .stream import StreamItem
 
-__all__ = ["SSEResponse", "event_stream", "utf8"]
+__all__ = ["KEEP_ALIVE_COMMENT", "SSEResponse", "event_messages", "message", "utf8"]
 
 log = logging.getLogger("agent_unit.http")
 
 # A comment (clients ignore it: no event is made up) and the reconnection delay in milliseconds.
 INTERRUPTED = b": the stream was interrupted: reconnect with Last-Event-ID\nretry: 1000\n\n"
 
-# A stream that does not follow ends once the run is in one of these and every event is sent.
-PARKED = frozenset({RunStatus.interrupted, RunStatus.sleeping}) | FINISHED
+KEEP_ALIVE_COMMENT = b": keep-alive\n\n"
+"""A comment line: it keeps a connection (and proxies) open and is no event for a client."""
 
 
 def utf8(text: str) -> bytes:
@@ -40,64 +41,18 @@ def utf8(text: str) -> bytes:
     return text.encode(errors="backslashreplace")
 
 
-async def event_stream(
-    engine: RunEngine,
-    run_id: str,
-    *,
-    after: int,
-    follow: bool,
-    keepalive: float,
-    poll_interval: float,
-    stop: asyncio.Event,
-    once: bool = False,
-) -> AsyncIterator[bytes]:
-    """SSE messages for the run's events after ``after``, until it parks or ends (or ``stop``).
-
-    ``once``: the events stored so far, then the end (hosts that buffer a response, like AWS
-    Lambda's Python runtime, could not send a stream that waits; the client reconnects with
-    Last-Event-ID for more).
-    """
-    if once:
-        while events := await engine.store.read_events(run_id, after=after, limit=500):
-            for event in events:
-                yield b"id: %d\ndata: %s\n\n" % (event.seq, utf8(event.data))
-                after = event.seq
-        return
-    idle = 0.0
-    while not stop.is_set():
-        waiter = engine.tail.listen(run_id)  # before reading: a write after the read still wakes us
-        record = await engine.store.load_run(run_id)  # before reading too: its status covers what we read
-        if record is None:
-            return
-        events = await engine.store.read_events(run_id, after=after, limit=500)
-        for event in events:
-            yield b"id: %d\ndata: %s\n\n" % (event.seq, utf8(event.data))
-            after = event.seq
-        if not follow and record.status in PARKED and len(events) < 500:
-            return  # it was parked or ended before this read, so the read got everything up to now
-        if events:
-            idle = 0.0
-            continue
-        timeout = min(poll_interval, keepalive - idle)
-        woken = await _first(waiter, stop, timeout)
-        if woken:
-            idle = 0.0
-        else:
-            idle += timeout
-            if idle >= keepalive:
-                idle = 0.0
-                yield b": keep-alive\n\n"
+def message(data: str, *, id: int | None = None, event: str | None = None) -> bytes:
+    """One SSE message of one ``data`` line (``data`` is JSON: it holds no newline)."""
+    head = b"" if id is None else b"id: %d\n" % id
+    if event is not None:
+        head += b"event: %s\n" % event.encode()
+    return head + b"data: %s\n\n" % utf8(data)
 
 
-async def _first(waiter: asyncio.Event, stop: asyncio.Event, seconds: float) -> bool:
-    """Wait for a notify or a stop; False when ``seconds`` passed first."""
-    waits = [asyncio.ensure_future(waiter.wait()), asyncio.ensure_future(stop.wait())]
-    try:
-        done, _ = await asyncio.wait(waits, timeout=max(seconds, 0.0), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
-    return bool(done)
+async def event_messages(items: AsyncIterable[StreamItem]) -> AsyncIterator[bytes]:
+    """The stored events as SSE messages (``id`` = seq, ``data`` = the event) and keep-alive comments."""
+    async for item in items:
+        yield message(item.data, id=item.seq) if isinstance(item, StoredEvent) else KEEP_ALIVE_COMMENT
 
 
 class SSEResponse:

@@ -13,9 +13,12 @@ from .. import env
 from ..errors import StoreConfigError
 from .protocol import Store
 
-__all__ = ["DEFAULT_STORE_URL", "Store", "open_store"]
+__all__ = ["DEFAULT_STORE_PATH", "DEFAULT_STORE_URL", "Store", "open_store"]
 
-DEFAULT_STORE_URL = "sqlite:///.agent-unit/agent-unit.db"
+DEFAULT_STORE_PATH = ".agent-unit/agent-unit.db"
+"""The embedded default store: a SQLite file under the project (or a server's working directory)."""
+
+DEFAULT_STORE_URL = f"sqlite:///{DEFAULT_STORE_PATH}"
 
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

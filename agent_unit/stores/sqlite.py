@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreUnavailable
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from . import DEFAULT_STORE_PATH
 from ._codec import (
     RUN_COLUMNS,
     VALUE_ERRORS,
@@ -50,7 +51,6 @@ _TROUBLE = (sqlite3.Error, *VALUE_ERRORS)
 _MISTAKES = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.NotSupportedError, sqlite3.InternalError)
 _FIRST_WAIT, _LONGEST_WAIT = 0.001, 0.025  # seconds between tries on a locked file (SQLite's own steps)
 
-DEFAULT_PATH = ".agent-unit/agent-unit.db"
 _SYNCHRONOUS = {"off", "normal", "full", "extra"}
 
 _SCHEMA = """
@@ -107,7 +107,9 @@ _SET_COLUMNS = ", ".join(f"{name} = ?" for name in RUN_COLUMNS[1:])
 class SQLiteStore:
     """``sqlite:///path.db?synchronous=normal&busy_timeout=5000``."""
 
-    def __init__(self, path: str | Path = DEFAULT_PATH, *, synchronous: str = "normal", busy_timeout_ms: int = 5000):
+    def __init__(
+        self, path: str | Path = DEFAULT_STORE_PATH, *, synchronous: str = "normal", busy_timeout_ms: int = 5000
+    ):
         if synchronous.lower() not in _SYNCHRONOUS:
             raise StoreConfigError(
                 f"invalid sqlite store URL: synchronous={synchronous!r}: use one of {', '.join(sorted(_SYNCHRONOUS))}"
@@ -149,7 +151,7 @@ class SQLiteStore:
             )
         found = options("sqlite", url, {"synchronous": "off|normal|full|extra", "busy_timeout": "milliseconds"})
         return cls(
-            path or DEFAULT_PATH,
+            path or DEFAULT_STORE_PATH,
             synchronous=found.get("synchronous", "normal"),
             busy_timeout_ms=number("sqlite", "busy_timeout", found.get("busy_timeout", "5000")),
         )

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
+from agent_unit.http.routes import public_routes
+
 from . import BuildOptions, Finish, Preset
 
 __all__ = ["PROXY_TIMEOUT_SECONDS", "Rule", "proxied_paths", "rules"]
@@ -36,10 +38,6 @@ PROXY_TIMEOUT_SECONDS = 26
 
 PUBLIC = "public"
 """The project's folder of static files, published as it is."""
-
-PROTOCOL_ROUTES = ("/mcp", "/a2a", "/.well-known/agent.json", "/.well-known/agent-card.json", "/agents/{name}/ag-ui")
-"""The protocol routes the HTTP app serves, under the same base path: proxied whether ``build.routes()`` lists them
-or not."""
 
 AGENT_CARDS = ("/.well-known/agent.json", "/.well-known/agent-card.json")
 """A2A clients look for the card at the site's root, whatever the base path."""
@@ -66,27 +64,28 @@ def _netlify_path(route: str) -> str:
     return re.sub(r"\{(\w+)\}", r":\1", route)
 
 
-def proxied_paths(base_path: str) -> list[str]:
-    """Every path the backend serves to the public: the HTTP API and the protocols, in order, once each.
+def proxied_paths(base_path: str, *, ui: bool = False) -> list[str]:
+    """Every path the backend serves to the public, in the route table's order, once each.
 
-    The API comes from ``build.routes()``, so a route added there is proxied without a change
-    here. ``/__agent-unit/*`` is left out on purpose: only the backend's own scheduler calls it.
+    The routes come from the table the app is built from, so a route added there is proxied
+    without a change here. The internal ``/__agent-unit/*`` routes are left out on purpose:
+    only the backend's own scheduler calls them. ``POST /mcp`` is proxied whether or not the
+    backend serves it (without the MCP SDK it answers what to install).
     """
-    from ..build import routes  # build imports this package: a module-level import would be circular
-
     prefix = base_path.rstrip("/")
-    found = [route.split()[-1] for route in routes(base_path)]
-    found += [prefix + route for route in PROTOCOL_ROUTES]
-    unique: dict[str, str] = {}  # one rule per path, whatever its placeholders are called
-    for path in map(_netlify_path, found):
-        unique.setdefault(re.sub(r":\w+", ":_", path), path)
+    # one rule per path, whatever its placeholders are called: Netlify matches /ui and /ui/ alike
+    unique: dict[str, str] = {}
+    for route in public_routes(mcp=True, ui=ui):
+        path = _netlify_path(prefix + route.path)
+        unique.setdefault(re.sub(r":\w+", ":_", path).rstrip("/") or "/", path)
     return list(unique.values())
 
 
-def rules(origin: str, base_path: str) -> list[Rule]:
-    """The proxy rules for a backend at ``origin``, which serves the agents under ``base_path`` too."""
+def rules(origin: str, base_path: str, *, ui: bool = False) -> list[Rule]:
+    """The proxy rules for a backend at ``origin``, which serves the agents under ``base_path`` too
+    (and the approvals inbox with ``ui``)."""
     origin = origin.rstrip("/")
-    found = [Rule(path, origin + path) for path in proxied_paths(base_path)]
+    found = [Rule(path, origin + path) for path in proxied_paths(base_path, ui=ui)]
     prefix = base_path.rstrip("/")
     if prefix:
         found += [Rule(card, origin + prefix + card) for card in AGENT_CARDS]
@@ -129,7 +128,7 @@ def _check(config: Any, options: BuildOptions) -> None:
 def _context(config: Any, options: BuildOptions) -> dict[str, Any]:
     origin = origin_of(config, options)
     # server = "module:app": the backend is the user's own app, whose routes only it knows: every path goes there
-    proxied = [Rule("/*", origin + "/:splat")] if config.server else rules(origin, config.base_path)
+    proxied = [Rule("/*", origin + "/:splat")] if config.server else rules(origin, config.base_path, ui=config.ui)
     return {
         "netlify": {
             "origin": origin,

@@ -1,0 +1,183 @@
+"""The gateway: what every protocol served over HTTP needs from the app, as public names.
+
+The REST routes, MCP, A2A and AG-UI all reach the engine through one :class:`Gateway`, so
+one policy governs a run whichever protocol touches it: ``authorize`` runs before anything
+about the request is revealed, a buffered host (AWS Lambda) runs a started or resumed run
+until it parks, and every event stream reads the same stored events.
+
+A protocol module of your own uses it the same way the built-in ones do::
+
+    from starlette.routing import Route
+    from agent_unit import create_agent_unit
+
+    unit = create_agent_unit()
+
+    async def my_protocol(request):
+        record = await unit.gateway.run(request, "get", request.path_params["run_id"])
+        ...
+
+    unit.router.routes.append(Route("/my/{run_id}", my_protocol))
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from starlette.requests import Request
+
+from ..agent import Agent
+from ..engine import RunEngine
+from ..errors import ForbiddenOrigin, RunNotFound
+from ..records import RunRecord
+from .auth import Authorize, authorize
+from .origins import Origins, same_host
+from .stream import StreamItem, read_stream
+
+__all__ = ["Gateway", "run_info"]
+
+
+def run_info(record: RunRecord) -> dict[str, Any]:
+    """What ``authorize(request, action, run)`` is told about an existing run."""
+    return {"id": record.id, "agent": record.agent, "thread_id": record.thread_id}
+
+
+class Gateway:
+    """Authorization, run lookup, starting, resuming and cancelling, and event streams.
+
+    The settings a protocol answers by are attributes: ``name`` (the deployment's, as
+    manifests and cards show it), ``max_body_bytes``, ``keepalive`` and ``poll_interval``
+    (seconds, for streams), ``public_url`` (the deployment's own URL, or None), ``origins``
+    (the browser origins that may call), ``buffered`` (the host sends whole responses only)
+    and ``a2a_default_agent``.
+    """
+
+    def __init__(
+        self,
+        engine: RunEngine,
+        *,
+        name: str,
+        authorize: Authorize | None,
+        max_body_bytes: int,
+        keepalive: float,
+        poll_interval: float,
+        public_url: str | None = None,
+        origins: Origins | None = None,
+        buffered: bool = False,
+        a2a_default_agent: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.name = name
+        self.authorize_hook = authorize
+        self.max_body_bytes = max_body_bytes
+        self.keepalive = keepalive
+        self.poll_interval = poll_interval
+        self.public_url = public_url.rstrip("/") if public_url else None
+        self.origins = origins if origins is not None else Origins(public_url)
+        self.buffered = buffered
+        self.a2a_default_agent = a2a_default_agent
+
+    @property
+    def agents(self) -> Mapping[str, Agent]:
+        """The agents served, by name."""
+        return self.engine.agents
+
+    # -- authorization -----------------------------------------------------------------------
+
+    async def authorize(self, request: Request, action: str, run: dict[str, Any]) -> None:
+        """Raise 401/403 unless ``authorize`` allows ``action`` on ``run``.
+
+        Call it before answering anything about the request (a body that does not parse, an
+        agent or a run that does not exist), so a caller who may not act learns nothing.
+        """
+        self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
+        self.refuse_foreign_pages(request)
+        await authorize(self.authorize_hook, request, action, run)
+        request.state.agent_unit_authorized = True
+
+    def refuse_foreign_pages(self, request: Request) -> None:
+        """403 for a request that changes state from a page of a foreign site.
+
+        A page can send a POST with no body, or with a body a CORS preflight does not check,
+        to any site; the browser adds the user's cookies. Such a request names its page in
+        ``Origin``: it may go on when that page is this deployment's own (the same host, or
+        the public URL), on loopback, or listed in ``allowed_origins``. Reads, and clients that
+        are not browsers (no ``Origin``), are not concerned. :meth:`authorize` calls it.
+        """
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return
+        origin = request.headers.get("origin")
+        if self.origins.allows(origin) or same_host(origin or "", request.headers.get("host")):
+            return
+        raise ForbiddenOrigin(
+            f"Origin {(origin or '')[:100]!r} may not change anything here: a page must be served from this "
+            "deployment, from loopback, or from an origin listed in allowed_origins"
+        )
+
+    def authorized(self, request: Request) -> bool:
+        """Whether :meth:`authorize` has let this request through already."""
+        return bool(getattr(request.state, "agent_unit_authorized", False))
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def run(self, request: Request, action: str, run_id: str) -> RunRecord:
+        """The run, once ``authorize`` allows ``action`` on it. A missing run is authorized as
+        ``{"id": run_id}`` before the 404, so a caller who may not act learns nothing of which
+        run ids exist."""
+        try:
+            record = await self.engine.get(run_id)
+        except RunNotFound:
+            await self.authorize(request, action, {"id": run_id})
+            raise
+        await self.authorize(request, action, run_info(record))
+        return record
+
+    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+        """Start a run of ``agent`` (authorize first); ``wait``: until it parks or ends.
+
+        A buffered host always waits: it freezes the process once it answers."""
+        return await self.engine.start(agent, input, thread_id=thread_id, wait=wait or self.buffered)
+
+    async def resume(
+        self, run_id: str, answer: Any, *, interrupt_key: str | None = None, wait: bool = False
+    ) -> RunRecord:
+        """Answer an interrupted run (authorize first); 422 if the answer does not fit, 409 if
+        it no longer waits (at ``interrupt_key``). A buffered host always waits."""
+        wait = wait or self.buffered
+        return await self.engine.resume(run_id, answer, wait=wait, interrupt_key=interrupt_key)
+
+    async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
+        """Cancel a run that has not finished (authorize first); 409 once it has."""
+        return await self.engine.cancel(run_id, interrupt_key=interrupt_key)
+
+    async def last_seq(self, run_id: str) -> int:
+        """The seq of the run's last stored event: a stream started after it shows only what comes next."""
+        return await self.engine.store.last_seq(run_id)
+
+    # -- streams -----------------------------------------------------------------------------
+
+    def events(
+        self,
+        run_id: str,
+        *,
+        after: int,
+        stop: asyncio.Event,
+        follow: bool = False,
+        keepalive: float | None = None,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The run's stored events after ``after`` and keep-alive markers (every ``keepalive``
+        seconds, default the app's), until it parks or ends unless ``follow``, or ``stop`` is set.
+
+        On a buffered host: the events stored so far, then the end (the client reconnects
+        after the last seq it saw for more)."""
+        return read_stream(
+            self.engine,
+            run_id,
+            after=after,
+            follow=follow,
+            keepalive=self.keepalive if keepalive is None else keepalive,
+            poll_interval=self.poll_interval,
+            stop=stop,
+            once=self.buffered,
+        )

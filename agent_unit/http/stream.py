@@ -1,0 +1,95 @@
+"""A run's stored events as a live stream: what every protocol reads, before any framing.
+
+The REST route frames these as SSE messages (``id`` = seq), A2A turns them into task updates
+and AG-UI into one AG-UI run; each translates the stored event itself, and none reads SSE
+text back. A stream ends when the run parks or ends (unless it follows), and yields a
+:data:`KEEP_ALIVE` marker when nothing happened for ``keepalive`` seconds, so the protocol
+can write whatever its transport needs to keep the connection open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Final
+
+from ..engine import RunEngine
+from ..records import FINISHED, RunStatus, StoredEvent
+
+__all__ = ["KEEP_ALIVE", "PARKED", "KeepAlive", "StreamItem", "read_stream"]
+
+# A stream that does not follow ends once the run is in one of these and every event is sent.
+PARKED = frozenset({RunStatus.interrupted, RunStatus.sleeping}) | FINISHED
+
+_PAGE = 500  # events read from the store at a time
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """Nothing happened for a while: a marker, never an event of the run."""
+
+
+KEEP_ALIVE: Final = KeepAlive()
+
+StreamItem = StoredEvent | KeepAlive
+
+
+async def read_stream(
+    engine: RunEngine,
+    run_id: str,
+    *,
+    after: int,
+    follow: bool,
+    keepalive: float,
+    poll_interval: float,
+    stop: asyncio.Event,
+    once: bool = False,
+) -> AsyncGenerator[StreamItem, None]:
+    """The run's events after ``after``, until it parks or ends (or ``stop``), with keep-alives.
+
+    ``once``: the events stored so far, then the end (hosts that buffer a response, like AWS
+    Lambda's Python runtime, could not send a stream that waits; the client reconnects with
+    Last-Event-ID for more).
+    """
+    if once:
+        while events := await engine.store.read_events(run_id, after=after, limit=_PAGE):
+            for event in events:
+                yield event
+                after = event.seq
+        return
+    idle = 0.0
+    while not stop.is_set():
+        waiter = engine.tail.listen(run_id)  # before reading: a write after the read still wakes us
+        record = await engine.store.load_run(run_id)  # before reading too: its status covers what we read
+        if record is None:
+            return
+        events = await engine.store.read_events(run_id, after=after, limit=_PAGE)
+        for event in events:
+            yield event
+            after = event.seq
+        if not follow and record.status in PARKED and len(events) < _PAGE:
+            return  # it was parked or ended before this read, so the read got everything up to now
+        if events:
+            idle = 0.0
+            continue
+        timeout = min(poll_interval, keepalive - idle)
+        woken = await _first(waiter, stop, timeout)
+        if woken:
+            idle = 0.0
+        else:
+            idle += timeout
+            if idle >= keepalive:
+                idle = 0.0
+                yield KEEP_ALIVE
+
+
+async def _first(waiter: asyncio.Event, stop: asyncio.Event, seconds: float) -> bool:
+    """Wait for a notify or a stop; False when ``seconds`` passed first."""
+    waits = [asyncio.ensure_future(waiter.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        done, _ = await asyncio.wait(waits, timeout=max(seconds, 0.0), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+    return bool(done)

@@ -1,0 +1,69 @@
+"""The three Python entry templates (server, aws-lambda, vercel) share their common part and
+pass the configuration to the app alike, ``ui`` included."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import pytest
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+ENTRIES = ["server/main.py.j2", "aws-lambda/handler.py.j2", "vercel/functions/agent-unit.func/agent_unit_app.py.j2"]
+
+
+def _render(template: str, **overrides: Any) -> str:
+    templates = Environment(
+        loader=PackageLoader("agent_unit_cli", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
+    )
+    templates.filters["py"] = repr
+    context: dict[str, Any] = {
+        "name": "shop",
+        "version": "0",
+        "preset": "server",
+        "registry": {"refund": ("agents.refund", "agent")},
+        "tasks": {},
+        "server": None,
+        "storage": "sqlite:///.agent-unit/agent-unit.db",
+        "lambda_storage": "dynamodb://runs",
+        "base_path": "/api",
+        "authorize": "app.auth:authorize",
+        "max_body_bytes": 1000,
+        "allowed_origins": ["https://app.example.com"],
+        "a2a_default_agent": "refund",
+        "budget": "60s",
+        "retention": "30d",
+        "adapters": [],
+        "url": "https://agents.example.com",
+        "ui": False,
+        **overrides,
+    }
+    return templates.get_template(template).render(**context)
+
+
+def _app_options(source: str) -> dict[str, Any]:
+    """The keywords of the call that makes the app (the one given ``base_path``), literal ones evaluated."""
+    [call] = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and any(keyword.arg == "base_path" for keyword in node.keywords)
+    ]
+    return {
+        keyword.arg: ast.literal_eval(keyword.value)
+        for keyword in call.keywords
+        if keyword.arg is not None and isinstance(keyword.value, ast.Constant | ast.List)
+    }
+
+
+@pytest.mark.parametrize("template", ENTRIES)
+@pytest.mark.parametrize("ui", [True, False])
+def test_every_entry_passes_ui_and_the_shared_options_to_the_app(template: str, ui: bool) -> None:
+    options = _app_options(_render(template, ui=ui))
+    assert options["ui"] is ui
+    assert options["name"] == "shop" and options["base_path"] == "/api" and options["retention"] == "30d"
+    assert options["authorize"] == "app.auth:authorize" and options["a2a_default_agent"] == "refund"
+
+
+def test_every_entry_holds_the_same_registry_of_the_agents_the_build_found() -> None:
+    registries = [next(line for line in _render(t).splitlines() if "'refund': (" in line) for t in ENTRIES]
+    assert registries == ["    'refund': ('agents.refund', 'agent'),"] * 3
