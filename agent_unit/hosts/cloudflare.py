@@ -201,7 +201,7 @@ class Worker:
 
     def _continue_at(self) -> Any:
         """A yielded run continues at the Worker's own URL (``$AGENT_UNIT_URL``), else in this request."""
-        from ._continue import continue_at
+        from .continuation import continue_at
 
         url = agent_env.get("AGENT_UNIT_URL")
         secret = agent_env.get("AGENT_UNIT_SECRET")
