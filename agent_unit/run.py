@@ -39,6 +39,7 @@ from .errors import (
     AgentUnitError,
     NonDeterminismError,
     RunConflict,
+    StepFailed,
     StepResultError,
     StoreUnavailable,
     UnstorableValue,
@@ -59,7 +60,6 @@ __all__ = [
     "Secrets",
     "Sleeping",
     "StepContext",
-    "StepFailed",
     "Yielded",
     "use_run",
 ]
@@ -127,12 +127,6 @@ class StepContext:
 
 def idempotency_key(run_id: str, key: str) -> str:
     return hashlib.sha256(f"{run_id}\x00{key}".encode()).hexdigest()[:40]
-
-
-class StepFailed(AgentUnitError):
-    """A journaled step failure whose exception type cannot be rebuilt on replay."""
-
-    code = "step_failed"
 
 
 _ANY = object()

@@ -22,10 +22,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 import agent_unit
-from agent_unit.adapters import ENTRY_POINT_GROUP, AdapterError
+from agent_unit.adapters import ENTRY_POINT_GROUP
 from agent_unit.adapters.registry import load_adapter
 from agent_unit.discovery import agent_sources, load_registry
-from agent_unit.errors import DiscoveryError, ServerError, TaskError
+from agent_unit.errors import AdapterError, BuildError, DiscoveryError, PipError, ServerError, TaskError
 from agent_unit.http.auth import load_authorize
 from agent_unit.tasks import tasks_from_config
 
@@ -36,7 +36,7 @@ from .presets import PRESETS, BuildOptions, Finish, Preset
 from .servers import load_server
 from .starts import check_starts
 
-__all__ = ["BuildError", "BuildResult", "build"]
+__all__ = ["BuildResult", "build"]
 
 # What a built server needs at run time (the CLI's own dependencies stay out).
 RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn", "ag-ui-protocol")
@@ -115,10 +115,6 @@ MARKER = ".agent-unit-build"
 INCOMPLETE = "incomplete: this build did not finish, do not deploy it; the next build replaces this folder\n"
 COMPLETE = "written by agent-unit build: the next build replaces this folder\n"
 SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
-
-
-class BuildError(Exception):
-    """The build cannot go on; the message says what to change."""
 
 
 @dataclass
@@ -226,7 +222,7 @@ def _vendor(
     platform = preset.pip_platform(options) if preset.pip_platform is not None else None  # the host's, not ours
     try:
         pip.install(requirements, destination, platform=platform, alone=alone)
-    except pip.PipError as exc:
+    except PipError as exc:
         raise BuildError(str(exc)) from None
     shutil.copytree(
         Path(agent_unit.__file__).parent,

@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from agent_unit.errors import AgentUnitError
+from agent_unit.errors import AgentUnitError, ConfigError
 
-from .config import ConfigError, load_config, store_url
+from .config import load_config, store_url
 from .report import reported
 
 __all__ = ["app"]

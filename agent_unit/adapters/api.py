@@ -19,19 +19,13 @@ from pydantic import TypeAdapter
 
 from ..agent import Agent
 from ..durable import Durable
-from ..errors import AgentUnitError
+from ..errors import AdapterError
 from ..run import Run, RunState
 
-__all__ = ["API_VERSION", "Adapter", "AdapterContext", "AdapterError", "AdaptedAgent", "define_adapter"]
+__all__ = ["API_VERSION", "Adapter", "AdapterContext", "AdaptedAgent", "define_adapter"]
 
 API_VERSION = 1
 _DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "REASONING_MESSAGE_CONTENT"})
-
-
-class AdapterError(AgentUnitError):
-    """An adapter cannot be used: wrong API version, not an adapter, or it failed to load."""
-
-    code = "adapter"
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,9 @@ from google.genai import types
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from ..errors import AdapterError
 from ..run import Park
-from .api import AdapterContext, AdapterError, define_adapter
+from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt

@@ -46,7 +46,8 @@ from openai.types.responses.response_reasoning_item import ResponseReasoningItem
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from .api import AdapterContext, AdapterError, define_adapter
+from ..errors import AdapterError
+from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt

@@ -49,7 +49,8 @@ from strands.types._events import ToolInterruptEvent
 from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
-from .api import AdapterContext, AdapterError, define_adapter
+from ..errors import AdapterError
+from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt

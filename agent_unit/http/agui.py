@@ -32,6 +32,8 @@ from ..agent import Agent
 from ..errors import (
     AgentNotFound,
     AgentUnitError,
+    AgUiUnavailable,
+    InterruptNotFound,
     InvalidArgument,
     InvalidInput,
     NotInterrupted,
@@ -73,18 +75,6 @@ _ENDS = {
     "RUN_SLEEPING": "sleeping",
     "RUN_CANCELLED": "cancelled",
 }
-
-
-class AgUiUnavailable(AgentUnitError):
-    """The AG-UI route needs the ``ag-ui-protocol`` package, which is not installed."""
-
-    code, status = "ag_ui_unavailable", 501
-
-
-class InterruptNotFound(RunNotFound):
-    """A resume entry names no interrupt of this agent (the run does not exist, or is another agent's)."""
-
-    code = "interrupt_not_found"
 
 
 def app(api: _Api) -> ASGIApp:
