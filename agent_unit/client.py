@@ -64,7 +64,7 @@ def _raise_for(response: httpx.Response) -> None:
         error = response.json()["error"]
         code, message, details = error["code"], error["message"], error.get("details")
     except (ValueError, KeyError, TypeError):
-        code, message, details = "http_error", f"HTTP {response.status_code}: {response.text[:200]}", None
+        code, message, details = errors.HttpError.code, f"HTTP {response.status_code}: {response.text[:200]}", None
     cls = _BY_CODE.get(code, errors.AgentUnitError)
     exc = cls(message, details=details)
     exc.code, exc.status = code, response.status_code

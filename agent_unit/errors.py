@@ -9,6 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "HttpError",
+    "InternalError",
+    "McpToolClash",
+    "McpUnavailable",
+    "MethodNotAllowed",
+    "RouteNotFound",
+    "TaskNotFound",
     "AdapterCheckFailed",
     "AdapterError",
     "AddError",
@@ -77,6 +84,24 @@ class AgentNotFound(AgentUnitError):
 
 class RunNotFound(AgentUnitError):
     code, status = "run_not_found", 404
+
+
+class RouteNotFound(AgentUnitError):
+    """No route answers this path (a typo in the URL or ``base_path``)."""
+
+    code, status = "not_found", 404
+
+
+class MethodNotAllowed(AgentUnitError):
+    """The route exists, not with this method (the response's ``Allow`` header names the ones it takes)."""
+
+    code, status = "method_not_allowed", 405
+
+
+class TaskNotFound(AgentUnitError):
+    """A host's scheduler called a task this deployment does not have (a stale cron entry)."""
+
+    code, status = "task_not_found", 404
 
 
 class InterruptNotFound(RunNotFound):
@@ -223,6 +248,19 @@ class TaskError(AgentUnitError):
     code, status = "task", 500
 
 
+class InternalError(AgentUnitError):
+    """Our bug, or an unexpected failure: the server logged the details and sends none of them."""
+
+    code, status = "internal", 500
+
+
+class HttpError(AgentUnitError):
+    """An HTTP error without a code of its own: a status the web framework chose, or a response that is
+    not agent-unit's JSON (a proxy's page); the message starts with the status."""
+
+    code = "http_error"
+
+
 class ServerError(AgentUnitError):
     """``server = "module:app"`` cannot be served: the module does not import, or the value is not
     an ASGI app. The message names the module, the attribute and the user's own line that failed."""
@@ -254,6 +292,18 @@ class AgUiUnavailable(AgentUnitError):
     """The AG-UI route needs the ``ag-ui-protocol`` package, which is not installed."""
 
     code, status = "ag_ui_unavailable", 501
+
+
+class McpUnavailable(AgentUnitError):
+    """``POST /mcp`` needs the MCP SDK (2.x), which is not installed."""
+
+    code, status = "mcp_not_installed", 501
+
+
+class McpToolClash(AgentUnitError):
+    """An agent has the name of the MCP tool that resumes runs, so ``POST /mcp`` is refused."""
+
+    code, status = "mcp_tool_clash", 500
 
 
 class RpcError(Exception):

@@ -34,6 +34,7 @@ from typing import Any
 
 from .. import env
 from ..env import use_wait_until
+from ..errors import TaskNotFound, Unauthorized
 from ._continue import continue_at as _continue_at
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve"]
@@ -154,7 +155,7 @@ class VercelApp:
             hmac.compare_digest(token.strip().encode(), secret.encode()) for secret in accepted
         ):
             message = "send Authorization: Bearer $CRON_SECRET (or $AGENT_UNIT_SECRET)"
-            response = JSONResponse({"error": {"code": "unauthorized", "message": message}}, status_code=401)
+            response = JSONResponse({"error": {"code": Unauthorized.code, "message": message}}, status_code=401)
         elif scope["path"] == self.sweep_path:
             total = {"woken": 0, "recovered": 0, "deleted": 0}
             for engine in self._engines():
@@ -163,7 +164,7 @@ class VercelApp:
             response = JSONResponse(total)
         elif (task := self.tasks.get(scope["path"].removeprefix(self.tasks_path))) is None:
             message = f"no task named {scope['path'].removeprefix(self.tasks_path)!r} in this deployment"
-            response = JSONResponse({"error": {"code": "task_not_found", "message": message}}, status_code=404)
+            response = JSONResponse({"error": {"code": TaskNotFound.code, "message": message}}, status_code=404)
         else:
             at = last_tick(task.schedule, datetime.now(UTC))  # Vercel calls at the tick, or a little after
             engines = self._engines()  # claimed in the (first) agent unit's store, if there is one

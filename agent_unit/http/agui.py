@@ -33,6 +33,7 @@ from ..errors import (
     AgentNotFound,
     AgentUnitError,
     AgUiUnavailable,
+    InternalError,
     InterruptNotFound,
     InvalidArgument,
     InvalidInput,
@@ -222,7 +223,7 @@ class _AgUi:
                 failed = {
                     "type": "RUN_ERROR",
                     "message": "the event stream failed: read the run again",
-                    "code": "internal",
+                    "code": InternalError.code,
                 }
                 for event in translate(failed, None):
                     yield b"data: %s\n\n" % utf8(dumps(event))
