@@ -229,7 +229,8 @@ def _rebuild_error(error: dict[str, Any]) -> BaseException:
         cls = None
     if isinstance(cls, type) and issubclass(cls, Exception):
         args = tuple(error.get("args", [error["message"]]))
-        for build in (lambda: cls(*args), lambda: _bare(cls, args)):
+        builds: tuple[Callable[[], Exception], ...] = (lambda: cls(*args), lambda: _bare(cls, args))
+        for build in builds:
             try:
                 exc = build()
             except Exception:  # noqa: BLE001 - a constructor that wants other arguments: try the next way
@@ -374,7 +375,8 @@ class Secrets:
     """Secrets from the host environment (process variables, or Workers bindings)."""
 
     def get(self, name: str, default: str | None = None) -> str | None:
-        return env.get(name, default)
+        value: str | None = env.get(name, default)
+        return value
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -546,7 +548,7 @@ class Run:
         context = StepContext(name, key, self.id, self.attempt)
         if args is None:
             args = (context,) if _wants_context(fn) else ()
-        meta = None if request_hash is None else {"hash": request_hash}
+        meta: dict[str, Any] | None = None if request_hash is None else {"hash": request_hash}
 
         async def fail(exc: BaseException) -> BaseException:
             """Journal ``exc`` as the outcome, with the event that closes the work as failed."""
@@ -620,6 +622,9 @@ class Run:
 
     @overload
     async def interrupt(self, name: str, payload: Any = None, *, answer: type[T], key: str | None = None) -> T: ...
+
+    @overload  # a union (``bool | Approval``) or another type form that is not a class
+    async def interrupt(self, name: str, payload: Any = None, *, answer: object, key: str | None = None) -> Any: ...
 
     async def interrupt(self, name: str, payload: Any = None, *, answer: Any = _ANY, key: str | None = None) -> Any:
         """Park until ``POST /runs/{id}/resume`` answers; return the answer validated as ``answer``.

@@ -457,7 +457,7 @@ def build(
         context |= chosen.context(config, options)
     written = []
     for folder in chosen.templates:
-        for template_name in templates.list_templates(filter_func=lambda n, f=folder: n.startswith(f + "/")):
+        for template_name in [name for name in templates.list_templates() if name.startswith(folder + "/")]:
             target = output / template_name.removeprefix(folder + "/").removesuffix(".j2")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(templates.get_template(template_name).render(**context))

@@ -126,5 +126,5 @@ class AdaptedAgent(Agent):
         self.details = described
 
     @property
-    def input_schema(self) -> dict[str, Any]:  # type: ignore[override]
+    def input_schema(self) -> dict[str, Any]:
         return self._input_schema if self._input_schema is not None else super().input_schema

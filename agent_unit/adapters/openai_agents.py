@@ -109,8 +109,8 @@ def _stream(ctx: AdapterContext, response: ModelResponse) -> None:
                 if isinstance(part, ResponseOutputText | ResponseOutputRefusal):
                     stream.text(message_id, part.text if isinstance(part, ResponseOutputText) else part.refusal)
         elif isinstance(item, ResponseReasoningItem):
-            for part in [*item.summary, *(item.content or [])]:
-                stream.reasoning(message_id, part.text)
+            for text in [part.text for part in item.summary] + [part.text for part in item.content or []]:
+                stream.reasoning(message_id, text)
         stream.end(message_id)
 
 

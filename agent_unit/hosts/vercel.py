@@ -28,7 +28,7 @@ import asyncio
 import contextvars
 import hmac
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,7 +43,7 @@ log = logging.getLogger("agent_unit.hosts.vercel")
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 # The request a run's execution was started in: its task inherits the context it was made in.
 _request: contextvars.ContextVar[object | None] = contextvars.ContextVar("agent_unit_vercel_request", default=None)

@@ -397,7 +397,7 @@ class _Api:
         ]
         return JSONResponse({"name": self.name, "agents": agents})
 
-    async def start(self, request: Request) -> Response:
+    async def start(self, request: Request) -> Response | SSEResponse:
         agent = request.path_params["agent"]
         try:
             body = await read_json(request, self.max_body_bytes)
@@ -444,7 +444,7 @@ class _Api:
         record = await self._run(request, "get")
         return JSONResponse(record.public())
 
-    async def events(self, request: Request) -> Response:
+    async def events(self, request: Request) -> Response | SSEResponse:
         record = await self._run(request, "events")
         raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= _MAX_SEQ):
@@ -454,7 +454,7 @@ class _Api:
             )
         return self._stream(record.id, after=int(raw), follow=_flag(request, "follow"))
 
-    async def resume(self, request: Request) -> Response:
+    async def resume(self, request: Request) -> Response | SSEResponse:
         record = await self._run(request, "resume")
         body = await read_json(request, self.max_body_bytes, required=False)
         unknown = sorted(set(body) - {"answer"})

@@ -130,7 +130,7 @@ def app(api: _Api) -> ASGIApp:
             origin = request.headers.get("origin")
             if not api.origins.allows(origin):
                 raise ForbiddenOrigin(
-                    f"Origin {origin[:100]!r} may not call /mcp: a page must be served from this deployment's "
+                    f"Origin {(origin or '')[:100]!r} may not call /mcp: a page must be served from this deployment's "
                     "URL, from loopback, or from an origin listed in allowed_origins"
                 )
             await api.guard(request, "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
@@ -297,7 +297,7 @@ def _result(text: str, structured: dict[str, Any] | None, record: RunRecord, *, 
         structured_content=structured,
         is_error=error,
         # the run behind every answer, for clients that link to it (GET /runs/{id})
-        meta={"agent-unit/run_id": record.id, "agent-unit/status": record.status.value},
+        _meta={"agent-unit/run_id": record.id, "agent-unit/status": record.status.value},
     )
 
 

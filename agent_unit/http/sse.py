@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 from starlette.types import Receive, Scope, Send
 
@@ -50,7 +50,7 @@ async def event_stream(
     poll_interval: float,
     stop: asyncio.Event,
     once: bool = False,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     """SSE messages for the run's events after ``after``, until it parks or ends (or ``stop``).
 
     ``once``: the events stored so far, then the end (hosts that buffer a response, like AWS

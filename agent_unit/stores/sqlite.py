@@ -206,7 +206,7 @@ class SQLiteStore:
                 )
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {run_id} already has a journal entry for {entry.key}") from None
-        last = db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
+        last: int = db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
         if events:
             db.executemany(
                 "INSERT INTO events (run_id, seq, data) VALUES (?, ?, ?)",
