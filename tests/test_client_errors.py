@@ -86,3 +86,13 @@ async def test_an_answer_that_is_not_agent_unit_json_raises_http_error_with_the_
         with pytest.raises(errors.HttpError) as raised:
             await agents.get("run_1")
     assert raised.value.status == 502 and raised.value.message.startswith("HTTP 502: <html>Bad Gateway")
+
+
+def test_every_error_code_the_openapi_spec_names_is_a_code_of_errors_py() -> None:
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "spec" / "openapi.yaml").read_text(encoding="utf-8"))
+    described = spec["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["description"]
+    named = {code.strip() for code in described.replace("\n", " ").split(",")}
+    assert len(named) > 10
+    assert sorted(named - {cls.code for cls in CLASSES}) == []
