@@ -26,6 +26,7 @@ demo: $(VENV)/.installed  ## the refund example: pause, restart in a new process
 test: $(VENV)/.installed $(STRANDS_VENV)/.installed  ## lint, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) -m mypy
 	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider tests/test_adapter_strands.py
 	$(PY) -m pytest
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .agent import Agent, define_agent
 from .engine import RunEngine
 from .errors import (
@@ -21,6 +23,9 @@ from .retry import RetryPolicy
 from .run import Run, StepContext, use_run
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what __getattr__ returns, for type checkers and editors
+    from .http import create_agent_unit
 
 
 def __getattr__(name: str) -> object:

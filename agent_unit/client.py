@@ -14,6 +14,10 @@ JSON as ``data``); runs are :class:`RunRecord`, pages :class:`RunPage`, the mani
 :class:`Manifest`. Errors are the same types the engine raises (``RunNotFound``,
 ``NotInterrupted``, ``InvalidAnswer``...), carrying the server's ``code``. ``SyncAgentClient``
 is the same for scripts.
+
+The two share everything but their I/O, as httpx's clients do: the requests are built by the
+functions below and a stream's place and reconnections are kept by :class:`_Cursor`, which does
+no I/O; each client only sends, reads and sleeps its own way.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
-from httpx_sse import EventSource
+from httpx_sse import EventSource, ServerSentEvent
 from pydantic import BaseModel
 
 from . import errors
@@ -64,31 +68,103 @@ def _raise_for(response: httpx.Response) -> None:
         error = response.json()["error"]
         code, message, details = error["code"], error["message"], error.get("details")
     except (ValueError, KeyError, TypeError):
-        code, message, details = "http_error", f"HTTP {response.status_code}: {response.text[:200]}", None
+        code, message, details = errors.HttpError.code, f"HTTP {response.status_code}: {response.text[:200]}", None
     cls = _BY_CODE.get(code, errors.AgentUnitError)
     exc = cls(message, details=details)
     exc.code, exc.status = code, response.status_code
     raise exc
 
 
-def _start_body(input: Any, thread_id: str | None) -> dict[str, Any]:
-    return {"input": input} if thread_id is None else {"input": input, "thread_id": thread_id}
-
-
-def _interrupted(sse: Any) -> bool:
-    """The server's last word on a stream it had to end early: ``retry:`` and no event (spec/events.md)."""
-    return sse.retry is not None and not sse.data
-
-
-def _event(sse: Any) -> RunEvent | None:
-    """A stored event with its seq, or None for a keep-alive."""
-    if not sse.data:
-        return None
-    return RunEvent.parse(int(sse.id), sse.data)
-
-
 def _page(body: dict[str, Any]) -> RunPage:
     return RunPage([RunRecord.model_validate(run) for run in body["runs"]], body.get("next_cursor"))
+
+
+# -- requests: built once for both clients ------------------------------------------------
+
+
+class _Request(NamedTuple):
+    method: str
+    url: str
+    params: dict[str, str] | None = None
+    json: Any = None
+
+    def send(self) -> dict[str, Any]:
+        """The keyword arguments of ``httpx.Client.request`` and ``.stream`` (and their async twins)."""
+        return {"method": self.method, "url": self.url, "params": self.params, "json": self.json}
+
+
+def _start(agent: str, input: Any, thread_id: str | None, wait: bool = False) -> _Request:
+    body = {"input": input} if thread_id is None else {"input": input, "thread_id": thread_id}
+    return _Request("POST", f"/agents/{agent}/runs", {"wait": "1"} if wait else None, body)
+
+
+def _resume(run_id: str, answer: Any) -> _Request:
+    return _Request("POST", f"/runs/{run_id}/resume", json={"answer": answer})
+
+
+def _list(filters: Mapping[str, Any]) -> _Request:
+    return _Request("GET", "/runs", {key: value for key, value in filters.items() if value is not None})
+
+
+def _http_options(base_url: str, headers: Mapping[str, str] | None, timeout: float) -> dict[str, Any]:
+    """What both clients' httpx clients are made with: a stream may stay quiet for long, so no read timeout."""
+    return {
+        "base_url": base_url.rstrip("/"),
+        "headers": dict(headers or {}),
+        "timeout": httpx.Timeout(timeout, read=None),
+    }
+
+
+# -- streams: a place in the run's events, and when to reconnect ------------------------------
+
+
+class _Cursor:
+    """One stream's place in a run's events and its reconnections, without I/O.
+
+    ``after`` is the seq of the last event delivered: a reconnection sends it as ``Last-Event-ID``,
+    so every event arrives once. It is None until the server has answered the request that starts
+    the stream: a drop before that may have lost the request, so it is raised, never sent again.
+    """
+
+    def __init__(self, run_id: str | None, after: int | None, reconnects: int) -> None:
+        self.run_id, self.after, self.reconnects = run_id, after, reconnects
+        self.failures = 0
+        self.cut_short = False
+        """The server's last word was ``retry:`` and no event: it ended the stream early (spec/events.md)."""
+
+    def opened(self, response: httpx.Response) -> None:
+        """The server answered a start or a resume: the run, and the seq its stream starts after."""
+        self.run_id = response.headers.get("x-run-id", self.run_id)
+        self.after = int(response.headers.get("x-stream-after", "0"))
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a dropped start or resume can be read on from where it stopped."""
+        return self.run_id is not None and self.after is not None
+
+    def events_request(self, follow: bool) -> tuple[_Request, dict[str, str]]:
+        """The next connection to ``GET /runs/{id}/events``, from ``after``; and its headers."""
+        assert self.run_id is not None and self.after is not None
+        self.cut_short = False
+        request = _Request("GET", f"/runs/{self.run_id}/events", {"follow": "1"} if follow else None)
+        return request, {**_STREAM, "last-event-id": str(self.after)}
+
+    def read(self, sse: ServerSentEvent) -> RunEvent | None:
+        """A stored event with its seq, or None for a keep-alive or the server's ``retry:``."""
+        self.cut_short = sse.retry is not None and not sse.data
+        if not sse.data:
+            return None
+        event = RunEvent.parse(int(sse.id), sse.data)
+        self.after, self.failures = event.seq, 0
+        return event
+
+    def backoff(self) -> float | None:
+        """A connection failed or was cut short: seconds to wait before the next, None after too many."""
+        self.failures += 1
+        return None if self.failures > self.reconnects else min(0.1 * 2**self.failures, 5.0)
+
+
+_GAVE_UP = "the server's store stayed unavailable: try again later"
 
 
 class AgentClient:
@@ -103,12 +179,7 @@ class AgentClient:
         reconnects: int = 10,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            headers=dict(headers or {}),
-            timeout=httpx.Timeout(timeout, read=None),
-            transport=transport,
-        )
+        self._http = httpx.AsyncClient(**_http_options(base_url, headers, timeout), transport=transport)
         self._reconnects = reconnects
 
     async def __aenter__(self) -> AgentClient:
@@ -120,8 +191,8 @@ class AgentClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = await self._http.request(method, path, **kwargs)
+    async def _json(self, request: _Request) -> Any:
+        response = await self._http.request(**request.send())
         _raise_for(response)
         return None if response.status_code == 204 else response.json()
 
@@ -129,71 +200,54 @@ class AgentClient:
 
     def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> AsyncIterator[RunEvent]:
         """Start a run and yield its events until it parks or ends."""
-        return self._stream(f"/agents/{agent}/runs", _start_body(input, thread_id), None)
+        return self._stream(_start(agent, input, thread_id), _Cursor(None, None, self._reconnects))
 
     def resume(self, run_id: str, answer: Any = None) -> AsyncIterator[RunEvent]:
         """Answer an interrupted run and yield its new events until it parks or ends."""
-        return self._stream(f"/runs/{run_id}/resume", {"answer": answer}, run_id)
+        return self._stream(_resume(run_id, answer), _Cursor(run_id, None, self._reconnects))
 
     def events(self, run_id: str, *, after: int = 0, follow: bool = False) -> AsyncIterator[RunEvent]:
         """The run's events after seq ``after`` (until it parks or ends, or for good with ``follow``)."""
-        return self._follow(run_id, after, follow)
+        return self._follow(_Cursor(run_id, after, self._reconnects), follow)
 
-    async def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> AsyncIterator[RunEvent]:
-        after: int | None = None  # None until the server has answered: then the request was not delivered
+    async def _stream(self, request: _Request, cursor: _Cursor) -> AsyncIterator[RunEvent]:
         try:
-            async with self._http.stream("POST", path, json=body, headers=_STREAM) as response:
+            async with self._http.stream(**request.send(), headers=_STREAM) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     _raise_for(response)
-                run_id = response.headers.get("x-run-id", run_id)
-                after = int(response.headers.get("x-stream-after", "0"))
-                interrupted = False
+                cursor.opened(response)
                 async for sse in EventSource(response).aiter_sse():
-                    if (event := _event(sse)) is not None:
-                        after = event.seq
+                    if (event := cursor.read(sse)) is not None:
                         yield event
-                    interrupted = _interrupted(sse)
-                if not interrupted:
+                if not cursor.cut_short:
                     return
         except _DROPPED:
-            if run_id is None or after is None:
+            if not cursor.resumable:
                 raise
-        assert run_id is not None and after is not None
-        async for event in self._follow(run_id, after, False):
+        async for event in self._follow(cursor, False):
             yield event
 
-    async def _follow(self, run_id: str, after: int, follow: bool) -> AsyncIterator[RunEvent]:
-        failures = 0
+    async def _follow(self, cursor: _Cursor, follow: bool) -> AsyncIterator[RunEvent]:
         while True:
+            request, headers = cursor.events_request(follow)
             try:
-                async with self._http.stream(
-                    "GET",
-                    f"/runs/{run_id}/events",
-                    params={"follow": "1"} if follow else None,
-                    headers={**_STREAM, "last-event-id": str(after)},
-                ) as response:
+                async with self._http.stream(**request.send(), headers=headers) as response:
                     if response.status_code >= 400:
                         await response.aread()
                         _raise_for(response)
-                    interrupted = False
                     async for sse in EventSource(response).aiter_sse():
-                        if (event := _event(sse)) is not None:
-                            after, failures = event.seq, 0
+                        if (event := cursor.read(sse)) is not None:
                             yield event
-                        interrupted = _interrupted(sse)
-                    if not interrupted:
+                    if not cursor.cut_short:
                         return
             except _DROPPED:
-                failures += 1
-                if failures > self._reconnects:
+                if (delay := cursor.backoff()) is None:
                     raise
-                await asyncio.sleep(min(0.1 * 2**failures, 5.0))
-                continue
-            failures += 1  # the server ended the stream early (its store went away): reconnect the same way
-            if failures > self._reconnects:
-                raise errors.StoreUnavailable("the server's store stayed unavailable: try again later")
-            await asyncio.sleep(min(0.1 * 2**failures, 5.0))
+            else:  # the server ended the stream early (its store went away): reconnect the same way
+                if (delay := cursor.backoff()) is None:
+                    raise errors.StoreUnavailable(_GAVE_UP)
+            await asyncio.sleep(delay)
 
     # -- records ---------------------------------------------------------------------------
 
@@ -201,26 +255,23 @@ class AgentClient:
         self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False
     ) -> RunRecord:
         """Start a run without streaming; with ``wait``, return once it parks or ends."""
-        body = await self._json(
-            "POST", f"/agents/{agent}/runs", json=_start_body(input, thread_id), params={"wait": "1"} if wait else None
-        )
-        return RunRecord.model_validate(body)
+        return RunRecord.model_validate(await self._json(_start(agent, input, thread_id, wait)))
 
     async def get(self, run_id: str) -> RunRecord:
-        return RunRecord.model_validate(await self._json("GET", f"/runs/{run_id}"))
+        return RunRecord.model_validate(await self._json(_Request("GET", f"/runs/{run_id}")))
 
     async def list(self, **filters: Any) -> RunPage:
         """``status``, ``agent``, ``thread_id``, ``limit``, ``cursor``: a page of runs and the next cursor."""
-        return _page(await self._json("GET", "/runs", params={k: v for k, v in filters.items() if v is not None}))
+        return _page(await self._json(_list(filters)))
 
     async def cancel(self, run_id: str) -> RunRecord:
-        return RunRecord.model_validate(await self._json("POST", f"/runs/{run_id}/cancel"))
+        return RunRecord.model_validate(await self._json(_Request("POST", f"/runs/{run_id}/cancel")))
 
     async def delete(self, run_id: str) -> None:
-        await self._json("DELETE", f"/runs/{run_id}")
+        await self._json(_Request("DELETE", f"/runs/{run_id}"))
 
     async def agents(self) -> Manifest:
-        return Manifest.model_validate(await self._json("GET", "/agents"))
+        return Manifest.model_validate(await self._json(_Request("GET", "/agents")))
 
 
 class SyncAgentClient:
@@ -235,12 +286,7 @@ class SyncAgentClient:
         reconnects: int = 10,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            headers=dict(headers or {}),
-            timeout=httpx.Timeout(timeout, read=None),
-            transport=transport,
-        )
+        self._http = httpx.Client(**_http_options(base_url, headers, timeout), transport=transport)
         self._reconnects = reconnects
 
     def __enter__(self) -> SyncAgentClient:
@@ -252,80 +298,72 @@ class SyncAgentClient:
     def close(self) -> None:
         self._http.close()
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._http.request(method, path, **kwargs)
+    def _json(self, request: _Request) -> Any:
+        response = self._http.request(**request.send())
         _raise_for(response)
         return None if response.status_code == 204 else response.json()
 
     def run(self, agent: str, input: Any = None, *, thread_id: str | None = None) -> Iterator[RunEvent]:
-        return self._stream(f"/agents/{agent}/runs", _start_body(input, thread_id), None)
+        return self._stream(_start(agent, input, thread_id), _Cursor(None, None, self._reconnects))
 
     def resume(self, run_id: str, answer: Any = None) -> Iterator[RunEvent]:
-        return self._stream(f"/runs/{run_id}/resume", {"answer": answer}, run_id)
+        return self._stream(_resume(run_id, answer), _Cursor(run_id, None, self._reconnects))
 
     def events(self, run_id: str, *, after: int = 0, follow: bool = False) -> Iterator[RunEvent]:
-        return self._follow(run_id, after, follow)
+        return self._follow(_Cursor(run_id, after, self._reconnects), follow)
 
-    def _stream(self, path: str, body: dict[str, Any], run_id: str | None) -> Iterator[RunEvent]:
-        after: int | None = None  # None until the server has answered: then the request was not delivered
+    def _stream(self, request: _Request, cursor: _Cursor) -> Iterator[RunEvent]:
         try:
-            with self._http.stream("POST", path, json=body, headers=_STREAM) as response:
+            with self._http.stream(**request.send(), headers=_STREAM) as response:
                 if response.status_code >= 400:
                     response.read()
                     _raise_for(response)
-                run_id = response.headers.get("x-run-id", run_id)
-                after = int(response.headers.get("x-stream-after", "0"))
+                cursor.opened(response)
                 for sse in EventSource(response).iter_sse():
-                    if (event := _event(sse)) is not None:
-                        after = event.seq
+                    if (event := cursor.read(sse)) is not None:
                         yield event
-                return
+                if not cursor.cut_short:
+                    return
         except _DROPPED:
-            if run_id is None or after is None:
+            if not cursor.resumable:
                 raise
-        yield from self._follow(run_id, after, False)
+        yield from self._follow(cursor, False)
 
-    def _follow(self, run_id: str, after: int, follow: bool) -> Iterator[RunEvent]:
-        failures = 0
+    def _follow(self, cursor: _Cursor, follow: bool) -> Iterator[RunEvent]:
         while True:
+            request, headers = cursor.events_request(follow)
             try:
-                with self._http.stream(
-                    "GET",
-                    f"/runs/{run_id}/events",
-                    params={"follow": "1"} if follow else None,
-                    headers={**_STREAM, "last-event-id": str(after)},
-                ) as response:
+                with self._http.stream(**request.send(), headers=headers) as response:
                     if response.status_code >= 400:
                         response.read()
                         _raise_for(response)
                     for sse in EventSource(response).iter_sse():
-                        if (event := _event(sse)) is not None:
-                            after, failures = event.seq, 0
+                        if (event := cursor.read(sse)) is not None:
                             yield event
-                    return
+                    if not cursor.cut_short:
+                        return
             except _DROPPED:
-                failures += 1
-                if failures > self._reconnects:
+                if (delay := cursor.backoff()) is None:
                     raise
-                time.sleep(min(0.1 * 2**failures, 5.0))
+            else:  # the server ended the stream early (its store went away): reconnect the same way
+                if (delay := cursor.backoff()) is None:
+                    raise errors.StoreUnavailable(_GAVE_UP)
+            time.sleep(delay)
 
     def start(self, agent: str, input: Any = None, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        body = self._json(
-            "POST", f"/agents/{agent}/runs", json=_start_body(input, thread_id), params={"wait": "1"} if wait else None
-        )
-        return RunRecord.model_validate(body)
+        return RunRecord.model_validate(self._json(_start(agent, input, thread_id, wait)))
 
     def get(self, run_id: str) -> RunRecord:
-        return RunRecord.model_validate(self._json("GET", f"/runs/{run_id}"))
+        return RunRecord.model_validate(self._json(_Request("GET", f"/runs/{run_id}")))
 
     def list(self, **filters: Any) -> RunPage:
-        return _page(self._json("GET", "/runs", params={k: v for k, v in filters.items() if v is not None}))
+        return _page(self._json(_list(filters)))
 
     def cancel(self, run_id: str) -> RunRecord:
-        return RunRecord.model_validate(self._json("POST", f"/runs/{run_id}/cancel"))
+        return RunRecord.model_validate(self._json(_Request("POST", f"/runs/{run_id}/cancel")))
 
     def delete(self, run_id: str) -> None:
-        self._json("DELETE", f"/runs/{run_id}")
+        self._json(_Request("DELETE", f"/runs/{run_id}"))
 
     def agents(self) -> Manifest:
-        return Manifest.model_validate(self._json("GET", "/agents"))
+        return Manifest.model_validate(self._json(_Request("GET", "/agents")))

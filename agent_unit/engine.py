@@ -13,6 +13,7 @@ sweep), no memory. Everything about it is in the store.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import inspect
 import json
@@ -148,7 +149,7 @@ class RunEngine:
     ) -> None:
         self.agents = _resolve_agents(agents, adapters)
         self._owns_store = not isinstance(store, Store)
-        self.store: Store = open_store(store) if self._owns_store else store  # type: ignore[arg-type]
+        self.store: Store = store if isinstance(store, Store) else open_store(store)
         self.clock: Clock = clock or SystemClock()
         self.budget = _seconds(budget)
         self.lease_ttl = _seconds(lease_ttl) or 30.0
@@ -198,7 +199,7 @@ class RunEngine:
             raise InvalidArgument(f"no agent can be named {jsontext.scrub(repr(agent))}")
         return await self.store.list_runs(status=status, agent=agent, thread_id=thread_id, limit=limit, cursor=cursor)
 
-    async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
+    async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         if not jsontext.storable_name(run_id):
             raise RunNotFound(f"run {jsontext.scrub(repr(run_id))} does not exist")
         return await self.store.read_events(run_id, after=after, limit=limit)
@@ -520,12 +521,12 @@ class RunEngine:
                 await execution.settle(self.lease_ttl)  # journal steps still running beside the park first
                 outcome = park
             except BaseExceptionGroup as group:  # a framework's task group wrapped the park (or a failure)
-                park = _park_in(group)
-                if park is None and not isinstance(group, Exception):
+                wrapped = _park_in(group)
+                if wrapped is None and not isinstance(group, Exception):
                     raise
-                if park is not None:
+                if wrapped is not None:
                     await execution.settle(self.lease_ttl)
-                outcome = park or group
+                outcome = wrapped or group
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
                 outcome = exc
             record.usage = record_usage(run.usage)
@@ -625,7 +626,7 @@ class RunEngine:
         record.interrupt = None
         record.wake_at = None
         record.lease_owner = record.lease_expires = None
-        record.finished_at = to_datetime(now)  # type: ignore[assignment]
+        record.finished_at = to_datetime(now)
         record.updated_at = record.finished_at  # type: ignore[assignment]
         record.due_at = None if self.retention is None else now + self.retention
 
@@ -688,7 +689,7 @@ class RunEngine:
             await self._save(execution, event=event)
         elif isinstance(park, Sleeping):
             record.status = RunStatus.sleeping
-            record.wake_at = to_datetime(park.wake_at)  # type: ignore[assignment]
+            record.wake_at = to_datetime(park.wake_at)
             record.due_at = park.wake_at
             journal = () if park.entry is None else (park.entry,)
             event = ev.run_sleeping(record.id, record.thread_id, record.wake_at.isoformat())  # type: ignore[union-attr]

@@ -9,6 +9,25 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "HttpError",
+    "InternalError",
+    "McpToolClash",
+    "McpUnavailable",
+    "MethodNotAllowed",
+    "RouteNotFound",
+    "TaskNotFound",
+    "AdapterCheckFailed",
+    "AdapterError",
+    "AddError",
+    "AgUiUnavailable",
+    "BuildError",
+    "ConfigError",
+    "InterruptNotFound",
+    "ItemTooLarge",
+    "PipError",
+    "PublicUrlMissing",
+    "RpcError",
+    "StepFailed",
     "AgentNotFound",
     "BadRequest",
     "Forbidden",
@@ -67,6 +86,30 @@ class RunNotFound(AgentUnitError):
     code, status = "run_not_found", 404
 
 
+class RouteNotFound(AgentUnitError):
+    """No route answers this path (a typo in the URL or ``base_path``)."""
+
+    code, status = "not_found", 404
+
+
+class MethodNotAllowed(AgentUnitError):
+    """The route exists, not with this method (the response's ``Allow`` header names the ones it takes)."""
+
+    code, status = "method_not_allowed", 405
+
+
+class TaskNotFound(AgentUnitError):
+    """A host's scheduler called a task this deployment does not have (a stale cron entry)."""
+
+    code, status = "task_not_found", 404
+
+
+class InterruptNotFound(RunNotFound):
+    """An AG-UI resume entry names no interrupt of this agent (the run does not exist, or is another agent's)."""
+
+    code = "interrupt_not_found"
+
+
 class InvalidInput(AgentUnitError):
     """The agent's input does not fit its schema; no run was created."""
 
@@ -112,6 +155,12 @@ class StepResultError(UnstorableValue):
     """A step's result cannot be journaled: not JSON-serialisable, or larger than ``max_step_bytes``."""
 
     code = "step_result"
+
+
+class StepFailed(AgentUnitError):
+    """A journaled step failure whose exception type cannot be rebuilt on replay."""
+
+    code = "step_failed"
 
 
 class NonDeterminismError(AgentUnitError):
@@ -182,6 +231,12 @@ class StoreValueError(AgentUnitError):
     code, status = "invalid_value", 422
 
 
+class ItemTooLarge(StoreValueError):
+    """A value does not fit in a DynamoDB item; nothing was written (the value's fault, not an outage)."""
+
+    code, status = "item_too_large", 413
+
+
 class UnsupportedMediaType(AgentUnitError):
     code, status = "unsupported_media_type", 415
 
@@ -193,8 +248,88 @@ class TaskError(AgentUnitError):
     code, status = "task", 500
 
 
+class InternalError(AgentUnitError):
+    """Our bug, or an unexpected failure: the server logged the details and sends none of them."""
+
+    code, status = "internal", 500
+
+
+class HttpError(AgentUnitError):
+    """An HTTP error without a code of its own: a status the web framework chose, or a response that is
+    not agent-unit's JSON (a proxy's page); the message starts with the status."""
+
+    code = "http_error"
+
+
 class ServerError(AgentUnitError):
     """``server = "module:app"`` cannot be served: the module does not import, or the value is not
     an ASGI app. The message names the module, the attribute and the user's own line that failed."""
 
     code, status = "server", 500
+
+
+class AdapterError(AgentUnitError):
+    """An adapter cannot be used: wrong API version, not an adapter, or it failed to load."""
+
+    code = "adapter"
+
+
+class AdapterCheckFailed(AssertionError):
+    """What :func:`agent_unit.testing.assert_adapter` found: effects outside journaled calls, or repeated.
+
+    An ``AssertionError``, so pytest reports it as a failed check, not as an error of the test."""
+
+
+class PublicUrlMissing(AgentUnitError):
+    """The A2A card must name the deployment's own URL, and the configuration does not give it.
+
+    503, not 500: nothing failed, the deployment is not configured to serve a card yet."""
+
+    code, status = "public_url_missing", 503
+
+
+class AgUiUnavailable(AgentUnitError):
+    """The AG-UI route needs the ``ag-ui-protocol`` package, which is not installed."""
+
+    code, status = "ag_ui_unavailable", 501
+
+
+class McpUnavailable(AgentUnitError):
+    """``POST /mcp`` needs the MCP SDK (2.x), which is not installed."""
+
+    code, status = "mcp_not_installed", 501
+
+
+class McpToolClash(AgentUnitError):
+    """An agent has the name of the MCP tool that resumes runs, so ``POST /mcp`` is refused."""
+
+    code, status = "mcp_tool_clash", 500
+
+
+class RpcError(Exception):
+    """An A2A JSON-RPC error: ``code`` as A2A defines it (an integer, not one of the codes above), a
+    message that says what to do, optional details. Never leaves the A2A route as an exception: it
+    becomes the JSON-RPC response's ``error``."""
+
+    def __init__(self, code: int, message: str, *, details: Any = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.details, self.reason = code, message, details, reason
+
+
+# -- the build tool's (agent_unit_cli): raised and reported by the CLI, never by the runtime ------
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file and the key."""
+
+
+class BuildError(Exception):
+    """The build cannot go on; the message says what to change."""
+
+
+class AddError(Exception):
+    """``agent-unit add``: the package cannot be added; nothing was changed."""
+
+
+class PipError(Exception):
+    """pip failed; the message ends with pip's own error."""

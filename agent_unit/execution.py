@@ -84,7 +84,8 @@ class Execution:
                 await asyncio.wait_for(self._idle.wait(), limit)
 
     def now(self) -> float:
-        return self._clock.time()
+        now: float = self._clock.time()
+        return now
 
     async def backoff(self, seconds: float) -> bool:
         """Wait ``seconds`` before a step's next attempt; False, at once, if the execution stops

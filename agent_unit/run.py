@@ -40,6 +40,7 @@ from .errors import (
     AgentUnitError,
     NonDeterminismError,
     RunConflict,
+    StepFailed,
     StepResultError,
     StoreUnavailable,
     UnstorableValue,
@@ -59,7 +60,6 @@ __all__ = [
     "Secrets",
     "StepContext",
     "STEP_STARTED_WAIT",
-    "StepFailed",
     "active_run",
     "current_run",
     "current_step",
@@ -121,12 +121,6 @@ def idempotency_key(run_id: str, key: str) -> str:
     """The idempotency key of the work journaled under ``key`` in run ``run_id``: what
     ``run.idempotency_key()`` returns inside that work."""
     return hashlib.sha256(f"{run_id}\x00{key}".encode()).hexdigest()[:40]
-
-
-class StepFailed(AgentUnitError):
-    """A journaled step failure whose exception type cannot be rebuilt on replay."""
-
-    code = "step_failed"
 
 
 UNTYPED: Any = object()
@@ -239,7 +233,8 @@ def _rebuild_error(error: dict[str, Any]) -> BaseException:
         cls = None
     if isinstance(cls, type) and issubclass(cls, Exception):
         args = tuple(error.get("args", [error["message"]]))
-        for build in (lambda: cls(*args), lambda: _bare(cls, args)):
+        builds: tuple[Callable[[], Exception], ...] = (lambda: cls(*args), lambda: _bare(cls, args))
+        for build in builds:
             try:
                 exc = build()
             except Exception:  # noqa: BLE001 - a constructor that wants other arguments: try the next way
@@ -387,7 +382,8 @@ class Secrets:
     """Secrets from the host environment (process variables, or Workers bindings)."""
 
     def get(self, name: str, default: str | None = None) -> str | None:
-        return env.get(name, default)
+        value: str | None = env.get(name, default)
+        return value
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -576,7 +572,7 @@ class Run:
         context = StepContext(name, key, self.id, self.attempt)
         if args is None:
             args = (context,) if _wants_context(fn) else ()
-        meta = None if request_hash is None else {"hash": request_hash}
+        meta: dict[str, Any] | None = None if request_hash is None else {"hash": request_hash}
 
         async def fail(exc: BaseException) -> BaseException:
             """Journal ``exc`` as the outcome, with the event that closes the work as failed."""
@@ -654,6 +650,9 @@ class Run:
 
     @overload
     async def interrupt(self, name: str, payload: Any = None, *, answer: type[T], key: str | None = None) -> T: ...
+
+    @overload  # a union (``bool | Approval``) or another type form that is not a class
+    async def interrupt(self, name: str, payload: Any = None, *, answer: object, key: str | None = None) -> Any: ...
 
     async def interrupt(
         self,

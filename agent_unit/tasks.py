@@ -49,7 +49,9 @@ _ITEM = r"((\*|\d+-\d+)/\d+|\*|\d+(-\d+)?)"  # a step only on * or a range, as s
 _FIELD = re.compile(rf"^{_ITEM}(,{_ITEM})*$")
 _HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _OURS = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent / "agent_unit_cli"))
-_MACHINERY = tuple(str(Path(package.__file__).resolve().parent) for package in (asyncio, importlib, concurrent.futures))
+_MACHINERY = tuple(
+    str(Path(inspect.getfile(package)).resolve().parent) for package in (asyncio, importlib, concurrent.futures)
+)
 """Frames a user's traceback leaves out: ours, and the import and thread machinery around their code."""
 
 

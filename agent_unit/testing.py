@@ -18,6 +18,7 @@ from .clock import ManualClock
 from .durations import Duration, parse_duration
 from .engine import RunEngine
 from .env import drain
+from .errors import AdapterCheckFailed
 from .records import RunRecord, StoredEvent
 from .run import current_run
 from .stores import Store
@@ -88,10 +89,6 @@ def create_test_unit(
     clock = clock or ManualClock()
     engine = RunEngine(agents, store if store is not None else MemoryStore(), clock=clock, **options)
     return TestUnit(engine, clock)
-
-
-class AdapterCheckFailed(AssertionError):
-    """What :func:`assert_adapter` found: effects outside journaled calls, or repeated."""
 
 
 class EffectKit:

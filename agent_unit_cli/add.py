@@ -18,12 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_unit.adapters import ENTRY_POINT_GROUP, load_adapter
+from agent_unit.errors import AddError
 
-__all__ = ["AddError", "adapter_references", "add_to_config", "install", "package_name", "uninstall"]
-
-
-class AddError(Exception):
-    """The package cannot be added; nothing was changed."""
+__all__ = ["adapter_references", "add_to_config", "install", "package_name", "uninstall"]
 
 
 def package_name(spec: str) -> str:

@@ -22,10 +22,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 import agent_unit
-from agent_unit.adapters import ENTRY_POINT_GROUP, AdapterError
+from agent_unit.adapters import ENTRY_POINT_GROUP
 from agent_unit.adapters.registry import load_adapter
 from agent_unit.discovery import agent_sources, load_registry
-from agent_unit.errors import DiscoveryError, ServerError, TaskError
+from agent_unit.errors import AdapterError, BuildError, DiscoveryError, PipError, ServerError, TaskError
 from agent_unit.http.auth import load_authorize
 from agent_unit.http.routes import public_routes
 from agent_unit.stores import DEFAULT_STORE_URL
@@ -38,7 +38,7 @@ from .presets import PRESETS, BuildOptions, Finish, Preset
 from .servers import load_server
 from .starts import check_starts
 
-__all__ = ["BuildError", "BuildResult", "build"]
+__all__ = ["BuildResult", "build"]
 
 # What a built server needs at run time (the CLI's own dependencies stay out).
 RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn", "ag-ui-protocol")
@@ -117,10 +117,6 @@ MARKER = ".agent-unit-build"
 INCOMPLETE = "incomplete: this build did not finish, do not deploy it; the next build replaces this folder\n"
 COMPLETE = "written by agent-unit build: the next build replaces this folder\n"
 SKIP = {".output", ".git", ".agent-unit", "__pycache__", "node_modules", "dist", "build", "tests", ".venv", "venv"}
-
-
-class BuildError(Exception):
-    """The build cannot go on; the message says what to change."""
 
 
 @dataclass
@@ -228,7 +224,7 @@ def _vendor(
     platform = preset.pip_platform(options) if preset.pip_platform is not None else None  # the host's, not ours
     try:
         pip.install(requirements, destination, platform=platform, alone=alone)
-    except pip.PipError as exc:
+    except PipError as exc:
         raise BuildError(str(exc)) from None
     _copy_runtime(destination)
 
@@ -470,7 +466,7 @@ def build(
         context |= chosen.context(config, options)
     written = []
     for folder in chosen.templates:
-        for template_name in templates.list_templates(filter_func=lambda n, f=folder: n.startswith(f + "/")):
+        for template_name in [name for name in templates.list_templates() if name.startswith(folder + "/")]:
             target = output / template_name.removeprefix(folder + "/").removesuffix(".j2")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(templates.get_template(template_name).render(**context))

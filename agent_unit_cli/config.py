@@ -14,12 +14,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_unit.durations import parse_duration
-from agent_unit.errors import TaskError
+from agent_unit.errors import ConfigError, TaskError
 from agent_unit.http.origins import Origins
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
-__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "ConfigError", "Task", "load_config", "store_url"]
+__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Task", "load_config", "store_url"]
 
 
 ENGINE_KEYS = {
@@ -35,10 +35,6 @@ ENGINE_KEYS = {
 }
 """The agent-unit engine's settings, which do not apply to a ``server`` app (agent-unit adds no
 engine of its own there), with why and what to do instead."""
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message names the file and the key."""
 
 
 class Task(BaseModel):

@@ -25,11 +25,11 @@ from rich.console import Console
 
 from agent_unit import create_agent_unit
 from agent_unit.discovery import discover_agents
-from agent_unit.errors import AgentUnitError
+from agent_unit.errors import AgentUnitError, ConfigError
 from agent_unit.http import AgentUnit
 from agent_unit.tasks import tasks_from_config
 
-from .config import ConfigError, load_config, store_url
+from .config import load_config, store_url
 from .servers import load_server
 
 __all__ = ["ProjectFilter", "check", "check_port", "create_app", "log_config", "serve", "watch"]

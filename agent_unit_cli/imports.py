@@ -82,15 +82,15 @@ class _Imports(ast.NodeVisitor):
         if node.level == 0 and node.module:  # relative imports are the project's own
             self.found += [Import(f"{node.module}.{alias.name}", self.file, node.lineno) for alias in node.names]
 
-    def visit_Try(self, node: ast.Try) -> None:
+    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
         guarded = any(_catches_import_error(handler.type) for handler in node.handlers)
-        for child in node.body if not guarded else ():
-            self.visit(child)
+        for statement in node.body if not guarded else ():
+            self.visit(statement)
         for child in [*node.handlers, *node.orelse, *node.finalbody]:
             self.visit(child)
 
     def visit_TryStar(self, node: ast.TryStar) -> None:
-        self.visit_Try(node)  # type: ignore[arg-type] - the same fields
+        self.visit_Try(node)  # the same fields
 
     def visit_If(self, node: ast.If) -> None:
         test = node.test

@@ -203,9 +203,9 @@ def add(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing the configuration."),
 ) -> None:
     """Install an adapter package and add it to the configuration."""
-    from agent_unit.adapters import AdapterError
+    from agent_unit.errors import AdapterError, AddError
 
-    from .add import AddError, adapter_references, add_to_config, install, installed, package_name, uninstall
+    from .add import adapter_references, add_to_config, install, installed, package_name, uninstall
 
     try:
         name = package_name(package)

@@ -15,13 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["PipError", "install", "linux_wheels"]
+from agent_unit.errors import PipError
+
+__all__ = ["install", "linux_wheels"]
 
 QUIET = ["--quiet", "--disable-pip-version-check"]
-
-
-class PipError(Exception):
-    """pip failed; the message ends with pip's own error."""
 
 
 def linux_wheels(machine: str, python: str) -> list[str]:

@@ -16,10 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from agent_unit.errors import AgentUnitError
-
-from .build import BuildError
-from .config import ConfigError
+from agent_unit.errors import AgentUnitError, BuildError, ConfigError
 
 __all__ = ["PROJECT_ERRORS", "fail", "reported"]
 

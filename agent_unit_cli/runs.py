@@ -9,22 +9,26 @@ With ``--url`` it goes through the deployment's HTTP API (``agent_unit.client``)
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from agent_unit.errors import AgentUnitError
+from agent_unit.errors import AgentUnitError, ConfigError
 from agent_unit.stores import DEFAULT_STORE_PATH
 
-from .config import ConfigError, load_config, store_url
+from .config import load_config, store_url
 from .report import reported
+
+if TYPE_CHECKING:
+    from agent_unit.client import SyncAgentClient
 
 __all__ = ["app"]
 
@@ -43,7 +47,7 @@ class Runs(Protocol):
     def list(self, *, status: str | None, agent: str | None, thread_id: str | None, limit: int) -> list[dict[str, Any]]:
         """The newest runs first, as ``GET /runs`` lists them."""
 
-    def show(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def show(self, run_id: str) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
         """The run and its events."""
 
     def resume(self, run_id: str, answer: Any) -> dict[str, Any]:
@@ -98,8 +102,8 @@ class Local:
 
         return self._run(work)  # type: ignore[no-any-return]
 
-    def show(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        async def work(engine: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def show(self, run_id: str) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
+        async def work(engine: Any) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
             record = await engine.get(run_id)
             return record.public(), [event.to_dict() for event in await engine.events(run_id)]
 
@@ -126,7 +130,7 @@ class Remote:
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
 
     @contextmanager
-    def _client(self) -> Iterator[Any]:
+    def _client(self) -> Iterator[SyncAgentClient]:
         import httpx
 
         from agent_unit.client import SyncAgentClient
@@ -142,7 +146,7 @@ class Remote:
             page = client.list(status=status, agent=agent, thread_id=thread_id, limit=limit)
         return [record.public() for record in page.runs]
 
-    def show(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def show(self, run_id: str) -> tuple[dict[str, Any], builtins.list[dict[str, Any]]]:
         with self._client() as client:
             record = client.get(run_id).public()
             return record, [

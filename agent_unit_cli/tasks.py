@@ -23,10 +23,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from agent_unit.env import drain
-from agent_unit.errors import TaskError
+from agent_unit.errors import ConfigError, TaskError
 from agent_unit.tasks import Task, handler_error, next_tick, run_task, tasks_from_config
 
-from .config import ConfigError, load_config
+from .config import load_config
 from .report import errors, fail
 
 __all__ = ["task"]

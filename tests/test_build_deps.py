@@ -265,7 +265,8 @@ def test_a_build_refuses_what_would_not_run_where_it_is_deployed(
 
 
 def test_a_storage_variable_set_at_build_time_names_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_unit_cli.build import BuildError, storage_scheme
+    from agent_unit.errors import BuildError
+    from agent_unit_cli.build import storage_scheme
 
     monkeypatch.delenv("AU_TEST_SCHEME_URL", raising=False)
     with pytest.raises(BuildError, match="set AU_TEST_SCHEME_URL when you build"):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit_cli.config import ConfigError, load_config
+from agent_unit.errors import ConfigError
+from agent_unit_cli.config import load_config
 
 
 def test_defaults_without_a_file(tmp_path: Path) -> None:

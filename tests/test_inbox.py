@@ -24,8 +24,9 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from agent_unit import create_agent_unit
+from agent_unit.errors import ConfigError
 from agent_unit.http import create_inbox
-from agent_unit_cli.config import ConfigError, load_config
+from agent_unit_cli.config import load_config
 from agent_unit_cli.main import app as cli
 
 from .inbox_agents import AGENTS

@@ -131,7 +131,8 @@ async def test_failed_steps_are_journaled_and_reraised_on_replay(effects: Effect
 
 
 async def test_unimportable_error_types_replay_as_step_failed() -> None:
-    from agent_unit.run import StepFailed, _rebuild_error
+    from agent_unit.errors import StepFailed
+    from agent_unit.run import _rebuild_error
 
     error = _rebuild_error({"type": "nowhere.Missing", "message": "gone", "step": "s"})
     assert isinstance(error, StepFailed) and "nowhere.Missing: gone" in str(error)

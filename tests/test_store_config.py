@@ -78,7 +78,7 @@ async def test_dynamodb_emulator_missing_table_and_malformed_urls(dynamodb_endpo
 
 
 async def test_dynamodb_emulator_refuses_a_value_too_large_for_an_item(dynamodb_url: str) -> None:
-    from agent_unit.stores.dynamodb import ItemTooLarge
+    from agent_unit.errors import ItemTooLarge
 
     store = open_store(dynamodb_url)
     record = make_record()

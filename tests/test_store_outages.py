@@ -143,3 +143,26 @@ async def test_the_client_following_a_stream_cut_short_by_a_store_outage_reconne
         await client.aclose()
         server.stop()
         store.stop()
+
+
+def test_the_sync_client_following_a_stream_cut_short_by_a_store_outage_reconnects_instead_of_stopping(
+    tmp_path: Path,
+) -> None:
+    from agent_unit.client import SyncAgentClient
+    from agent_unit.errors import StoreUnavailable
+
+    store = RedisServer().start(keep_data=tmp_path)
+    server = Server(store.url, env={"TEST_AGENTS": "tests.process_agents:AGENTS"}).start()
+    try:
+        with SyncAgentClient(server.url, reconnects=1) as client:
+            run_id = client.start("approval", 1, wait=True).id
+            seen = []
+            with pytest.raises(StoreUnavailable):  # it reconnected, and was told the store is still away
+                for event in client.events(run_id, follow=True):
+                    seen.append(event.type)
+                    if event.type == "RUN_INTERRUPTED":
+                        store.stop()
+            assert seen[-1] == "RUN_INTERRUPTED"  # it did not take the early end for the end of the run
+    finally:
+        server.stop()
+        store.stop()

@@ -14,11 +14,11 @@ from starlette.testclient import TestClient
 
 from agent_unit import create_agent_unit
 from agent_unit.clock import ManualClock
-from agent_unit.errors import TaskError
+from agent_unit.errors import ConfigError, TaskError
 from agent_unit.scheduler import Scheduler
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.tasks import Task, load_handler, run_task, tasks_from_config
-from agent_unit_cli.config import ConfigError, load_config
+from agent_unit_cli.config import load_config
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday, 08:00 UTC
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ def test_the_wheel_builds_installs_in_a_clean_venv_and_its_command_and_package_w
     dist = tmp_path / "dist"
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)], tmp_path)
     [wheel] = dist.glob("agent_unit-*-py3-none-any.whl")
+    assert "agent_unit/py.typed" in zipfile.ZipFile(wheel).namelist()  # type checkers read the package's hints
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path)

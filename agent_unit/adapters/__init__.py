@@ -1,6 +1,7 @@
 """Framework adapters: ``define_adapter`` and how adapters are found."""
 
-from .api import API_VERSION, AdaptedAgent, Adapter, AdapterContext, AdapterError, define_adapter
+from ..errors import AdapterError
+from .api import API_VERSION, AdaptedAgent, Adapter, AdapterContext, define_adapter
 from .registry import ENTRY_POINT_GROUP, adapters, load_adapter, resolve_agent
 
 __all__ = [

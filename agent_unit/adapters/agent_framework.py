@@ -206,7 +206,7 @@ async def _run(agent: af.Agent, ctx: AdapterContext) -> Any:
 
     saved = await ctx.durable.value(SESSION, read_session)
     session = af.AgentSession.from_dict(saved) if saved else agent.create_session(session_id=ctx.run.thread_id)
-    middleware = [JournaledChat(ctx), JournaledFunctions(ctx)]
+    middleware: list[af.ChatMiddleware | af.FunctionMiddleware] = [JournaledChat(ctx), JournaledFunctions(ctx)]
     agent_name = agent.name or ctx.run.agent
     messages: Any = prompt
     while True:

@@ -19,18 +19,12 @@ from pydantic import TypeAdapter
 
 from ..agent import Agent
 from ..durable import Durable
-from ..errors import AgentUnitError
+from ..errors import AdapterError
 from ..run import Run, RunState
 
-__all__ = ["API_VERSION", "Adapter", "AdapterContext", "AdapterError", "AdaptedAgent", "define_adapter"]
+__all__ = ["API_VERSION", "Adapter", "AdapterContext", "AdaptedAgent", "define_adapter"]
 
 API_VERSION = 1
-
-
-class AdapterError(AgentUnitError):
-    """An adapter cannot be used: wrong API version, not an adapter, or it failed to load."""
-
-    code = "adapter"
 
 
 @dataclass(frozen=True)
@@ -129,5 +123,5 @@ class AdaptedAgent(Agent):
         self.details = described
 
     @property
-    def input_schema(self) -> dict[str, Any]:  # type: ignore[override]
+    def input_schema(self) -> dict[str, Any]:
         return self._input_schema if self._input_schema is not None else super().input_schema

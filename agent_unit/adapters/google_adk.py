@@ -43,19 +43,22 @@ from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.apps import App
 from google.adk.events import Event, EventActions
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse
+from google.adk.models import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
-from google.adk.tools import BaseTool
+from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from ..errors import AdapterError
 from ..parks import Park
-from .api import AdapterContext, AdapterError, define_adapter
+from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt
@@ -170,7 +173,8 @@ class _Durability(BasePlugin):
         ctx = self._ctx
 
         async def live(_: Any) -> dict[str, Any]:
-            return _plain(await self._stream(model, llm_request))
+            plain: dict[str, Any] = _plain(await self._stream(model, llm_request))
+            return plain
 
         call = ctx.durable.model(live, name=name, usage=_usage(_provider(model), name))
         return LlmResponse.model_validate(await call(_request(llm_request)))

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.pregel import Pregel
-from langgraph.types import Command
+from langgraph.types import Command, StreamMode
 from pydantic_core import to_jsonable_python
 
 from ..events import step_finished, step_started
@@ -51,10 +51,10 @@ from .langgraph_checkpoint import AgentUnitSaver
 
 __all__ = ["adapter"]
 
-_MODES = ["tasks", "messages", "custom"]
+_MODES: list[StreamMode] = ["tasks", "messages", "custom"]
 
 
-def _describe(graph: Pregel) -> dict[str, Any]:
+def _describe(graph: Pregel[Any, Any, Any, Any]) -> dict[str, Any]:
     described: dict[str, Any] = {}
     if graph.name and graph.name != "LangGraph":  # LangGraph's default name says nothing
         described["description"] = graph.name
@@ -114,11 +114,11 @@ class _Stream:
         self.ended: set[str] = set()
         self.usage: dict[str, dict[str, Any]] = {}  # message id -> its usage entry
 
-    async def run(self, graph: Pregel, command: Any, config: RunnableConfig) -> None:
+    async def run(self, graph: Pregel[Any, Any, Any, Any], command: Any, config: RunnableConfig) -> None:
         try:
             async for mode, data in graph.astream(command, config, stream_mode=_MODES, durability="sync"):
                 if mode == "tasks":
-                    self._task(data)
+                    self._task(cast(Mapping[str, Any], data))  # a mode's data is typed for all modes at once
                 elif mode == "messages":
                     self._message(*data)
                 elif mode == "custom":
@@ -183,7 +183,7 @@ class _Stream:
             await run.journaled(key, "usage", read, (), UNTYPED, what="token usage", usage=lambda spent: spent)
 
 
-async def _run(graph: Pregel, ctx: AdapterContext) -> Any:
+async def _run(graph: Pregel[Any, Any, Any, Any], ctx: AdapterContext) -> Any:
     run = ctx.run
     own = graph.checkpointer
     saver = AgentUnitSaver(ctx.kv, run.thread_id, serde=own.serde if isinstance(own, BaseCheckpointSaver) else None)

@@ -46,7 +46,8 @@ from openai.types.responses.response_reasoning_item import ResponseReasoningItem
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
-from .api import AdapterContext, AdapterError, define_adapter
+from ..errors import AdapterError
+from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt
@@ -108,8 +109,8 @@ def _stream(ctx: AdapterContext, response: ModelResponse) -> None:
                 if isinstance(part, ResponseOutputText | ResponseOutputRefusal):
                     stream.text(message_id, part.text if isinstance(part, ResponseOutputText) else part.refusal)
         elif isinstance(item, ResponseReasoningItem):
-            for part in [*item.summary, *(item.content or [])]:
-                stream.reasoning(message_id, part.text)
+            for text in [part.text for part in item.summary] + [part.text for part in item.content or []]:
+                stream.reasoning(message_id, text)
         stream.end(message_id)
 
 

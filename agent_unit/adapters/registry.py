@@ -14,7 +14,8 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from ..agent import Agent
-from .api import Adapter, AdapterError
+from ..errors import AdapterError
+from .api import Adapter
 
 __all__ = ["BUILTINS", "ENTRY_POINT_GROUP", "adapters", "builtin_adapters", "load_adapter", "resolve_agent"]
 

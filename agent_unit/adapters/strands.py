@@ -49,7 +49,8 @@ from strands.types._events import ToolInterruptEvent
 from strands.types.events import ToolResultEvent
 from strands.types.tools import AgentTool, ToolSpec, ToolUse
 
-from .api import AdapterContext, AdapterError, define_adapter
+from ..errors import AdapterError
+from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream
 from .prompt import Prompt
@@ -130,7 +131,7 @@ def _forward(stream: MessageStream, prefix: str, index: int, event: dict[str, An
     return index
 
 
-class JournaledModel(Model):
+class JournaledModel(Model):  # type: ignore[misc]  # strands has no hints where mypy runs (its own venv)
     """The agent's model, journaled inside a run: streamed once, then replayed from the journal."""
 
     def __init__(self, wrapped: Model) -> None:
@@ -144,7 +145,7 @@ class JournaledModel(Model):
 
     @property
     def stateful(self) -> bool:
-        return self.wrapped.stateful
+        return bool(self.wrapped.stateful)
 
     def structured_output(self, output_model: Any, prompt: Any, system_prompt: str | None = None, **kwargs: Any) -> Any:
         return self.wrapped.structured_output(output_model, prompt, system_prompt, **kwargs)
@@ -169,7 +170,8 @@ class JournaledModel(Model):
                 events.append(event)
                 index = _forward(stream, prefix, index, event)
             stream.close()
-            return to_jsonable_python(events, fallback=repr, bytes_mode="base64")
+            plain: list[dict[str, Any]] = to_jsonable_python(events, fallback=repr, bytes_mode="base64")
+            return plain
 
         schema = kwargs.get("structured_output_model")
         request = {  # what is asked, without the per-call objects (cancel signal, invocation state)
@@ -188,7 +190,7 @@ class JournaledModel(Model):
 # -- tool calls ------------------------------------------------------------------------------
 
 
-class _JournaledTool(AgentTool):
+class _JournaledTool(AgentTool):  # type: ignore[misc]  # strands has no hints where mypy runs (its own venv)
     """A tool run once under Strands' ``toolUseId``; a replay returns its journaled result."""
 
     def __init__(self, wrapped: AgentTool, ctx: AdapterContext) -> None:
@@ -198,7 +200,7 @@ class _JournaledTool(AgentTool):
 
     @property
     def tool_name(self) -> str:
-        return self.wrapped.tool_name
+        return str(self.wrapped.tool_name)
 
     @property
     def tool_spec(self) -> ToolSpec:
@@ -206,7 +208,7 @@ class _JournaledTool(AgentTool):
 
     @property
     def tool_type(self) -> str:
-        return self.wrapped.tool_type
+        return str(self.wrapped.tool_type)
 
     async def stream(self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any) -> AsyncGenerator[Any]:
         async def invoke(**_arguments: Any) -> dict[str, Any]:

@@ -28,12 +28,13 @@ import asyncio
 import contextvars
 import hmac
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
 from .. import env
 from ..env import use_wait_until
+from ..errors import TaskNotFound, Unauthorized
 from . import continuation
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve"]
@@ -42,7 +43,7 @@ log = logging.getLogger("agent_unit.hosts.vercel")
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 # The request a run's execution was started in: its task inherits the context it was made in.
 _request: contextvars.ContextVar[object | None] = contextvars.ContextVar("agent_unit_vercel_request", default=None)
@@ -154,7 +155,7 @@ class VercelApp:
             hmac.compare_digest(token.strip().encode(), secret.encode()) for secret in accepted
         ):
             message = "send Authorization: Bearer $CRON_SECRET (or $AGENT_UNIT_SECRET)"
-            response = JSONResponse({"error": {"code": "unauthorized", "message": message}}, status_code=401)
+            response = JSONResponse({"error": {"code": Unauthorized.code, "message": message}}, status_code=401)
         elif scope["path"] == self.sweep_path:
             total = {"woken": 0, "recovered": 0, "deleted": 0}
             for engine in self._engines():
@@ -163,7 +164,7 @@ class VercelApp:
             response = JSONResponse(total)
         elif (task := self.tasks.get(scope["path"].removeprefix(self.tasks_path))) is None:
             message = f"no task named {scope['path'].removeprefix(self.tasks_path)!r} in this deployment"
-            response = JSONResponse({"error": {"code": "task_not_found", "message": message}}, status_code=404)
+            response = JSONResponse({"error": {"code": TaskNotFound.code, "message": message}}, status_code=404)
         else:
             at = last_tick(task.schedule, datetime.now(UTC))  # Vercel calls at the tick, or a little after
             engines = self._engines()  # claimed in the (first) agent unit's store, if there is one

@@ -39,6 +39,8 @@ from ..errors import (
     InvalidAnswer,
     InvalidInput,
     PayloadTooLarge,
+    PublicUrlMissing,
+    RpcError,
     RunConflict,
     RunNotFound,
     Unauthorized,
@@ -63,7 +65,6 @@ from .a2a_shapes import (
     Dialect,
     Incoming,
     Json,
-    RpcError,
     agent_card,
     field_violations,
     history,
@@ -130,14 +131,6 @@ _NOT_SERVED = {
 _PAGE_SIZE, _MAX_PAGE_SIZE = 50, 100  # ListTasks' default and largest page, as a2a-sdk's server has them
 _SCAN = 200  # runs read from the store at a time while a ListTasks filter is applied here
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class PublicUrlMissing(AgentUnitError):
-    """The card must name the deployment's own URL, and the configuration does not give it.
-
-    503, not 500: nothing failed, the deployment is not configured to serve a card yet."""
-
-    code, status = "public_url_missing", 503
 
 
 def listen_url(host: str, port: int | str, *, note: bool = True) -> str:

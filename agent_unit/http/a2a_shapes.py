@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .. import __version__
+from ..errors import RpcError
 from ..records import RunRecord, RunStatus
 
 __all__ = [
     "Incoming",
-    "RpcError",
     "AGENTS_EXTENSION",
     "SCHEMAS_EXTENSION",
     "TASK_STATES",
@@ -84,14 +84,6 @@ TASK_STATES = (
 def run_statuses(state: str) -> frozenset[RunStatus]:
     """The run statuses a task state stands for (none for ``submitted``, ``rejected``, ``auth-required``)."""
     return frozenset(status for status, shown in _STATES.items() if shown == state)
-
-
-class RpcError(Exception):
-    """A JSON-RPC error: ``code`` as A2A defines it, a message that says what to do, optional details."""
-
-    def __init__(self, code: int, message: str, *, details: Any = None, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.details, self.reason = code, message, details, reason
 
 
 # -- the card --------------------------------------------------------------------------

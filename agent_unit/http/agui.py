@@ -33,6 +33,9 @@ from ..agent import Agent
 from ..errors import (
     AgentNotFound,
     AgentUnitError,
+    AgUiUnavailable,
+    InternalError,
+    InterruptNotFound,
     InvalidArgument,
     InvalidInput,
     NotInterrupted,
@@ -75,18 +78,6 @@ _ENDS = {
     "RUN_SLEEPING": "sleeping",
     "RUN_CANCELLED": "cancelled",
 }
-
-
-class AgUiUnavailable(AgentUnitError):
-    """The AG-UI route needs the ``ag-ui-protocol`` package, which is not installed."""
-
-    code, status = "ag_ui_unavailable", 501
-
-
-class InterruptNotFound(RunNotFound):
-    """A resume entry names no interrupt of this agent (the run does not exist, or is another agent's)."""
-
-    code = "interrupt_not_found"
 
 
 def app(gateway: Gateway) -> ASGIApp:
@@ -224,7 +215,7 @@ class _AgUi:
                 failed = {
                     "type": "RUN_ERROR",
                     "message": "the event stream failed: read the run again",
-                    "code": "internal",
+                    "code": InternalError.code,
                 }
                 for event in translate(failed, None):
                     yield message(dumps(event))

@@ -28,7 +28,17 @@ from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
 from ..env import drain
-from ..errors import AgentNotFound, AgentUnitError, BadRequest, InvalidArgument, StoreUnavailable
+from ..errors import (
+    AgentNotFound,
+    AgentUnitError,
+    BadRequest,
+    HttpError,
+    InternalError,
+    InvalidArgument,
+    MethodNotAllowed,
+    RouteNotFound,
+    StoreUnavailable,
+)
 from ..ids import is_id
 from ..records import RunRecord
 from ..scheduler import Scheduler
@@ -254,9 +264,9 @@ async def _agent_unit_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    codes = {404: "not_found", 405: "method_not_allowed"}
+    codes = {404: RouteNotFound.code, 405: MethodNotAllowed.code}
     message = {404: f"no route {request.method} {request.url.path}", 405: f"{request.method} is not allowed here"}
-    code = codes.get(exc.status_code, "http_error")
+    code = codes.get(exc.status_code, HttpError.code)
     response = _error(exc.status_code, code, message.get(exc.status_code, exc.detail))
     response.headers.update(exc.headers or {})  # e.g. Allow on 405
     return response
@@ -264,7 +274,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("agent-unit: unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    return _error(500, "internal", "internal error: the server logged the details")
+    return _error(500, InternalError.code, "internal error: the server logged the details")
 
 
 def _flag(request: Request, name: str) -> bool:

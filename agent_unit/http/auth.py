@@ -46,7 +46,7 @@ async def authorize(hook: Authorize | None, request: Request, action: str, run: 
 
 
 def production() -> bool:
-    return env.get("AGENT_UNIT_ENV", "") == "production"
+    return str(env.get("AGENT_UNIT_ENV", "")) == "production"
 
 
 def check_secret(request: Request, secret: str | None, *, required: bool) -> None:

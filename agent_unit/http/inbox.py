@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ..errors import AgentUnitError
+from ..errors import AgentUnitError, HttpError, MethodNotAllowed, RouteNotFound
 from . import auth
 from .auth import Authorize
 
@@ -96,7 +96,7 @@ async def _error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, AgentUnitError):
         return JSONResponse(exc.to_dict(), status_code=exc.status)
     assert isinstance(exc, HTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    code = {404: RouteNotFound.code, 405: MethodNotAllowed.code}.get(exc.status_code, HttpError.code)
     message = f"no route {request.method} {request.url.path}"
     if exc.status_code == 405:
         message = f"{request.method} is not allowed here: the inbox is read with GET"

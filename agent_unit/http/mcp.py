@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import AgentNotFound, AgentUnitError, ForbiddenOrigin, InvalidArgument, InvalidInput
+from ..errors import (
+    AgentNotFound,
+    AgentUnitError,
+    ForbiddenOrigin,
+    InternalError,
+    InvalidArgument,
+    InvalidInput,
+    McpToolClash,
+    McpUnavailable,
+)
 from ..records import RunRecord, RunStatus
 from .bodies import refuse_declared_oversize, require_json
 from .responses import JSONResponse
@@ -77,11 +86,11 @@ def app(gateway: Gateway) -> ASGIApp:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
     except ImportError:
-        return _refuse(501, "mcp_not_installed", f"POST /mcp needs the MCP SDK: {_INSTALL}")
+        return _refuse(501, McpUnavailable.code, f"POST /mcp needs the MCP SDK: {_INSTALL}")
     installed = _installed_version()
     if installed is not None and not installed.startswith("2."):
         # 1.x registers handlers with decorators and has no stateless per-request era
-        return _refuse(501, "mcp_not_installed", f"POST /mcp needs mcp 2.x, not {installed}: {_INSTALL}")
+        return _refuse(501, McpUnavailable.code, f"POST /mcp needs mcp 2.x, not {installed}: {_INSTALL}")
 
     from .. import __version__
 
@@ -94,7 +103,7 @@ def app(gateway: Gateway) -> ASGIApp:
             "rename the agent, or leave MCP out with create_agent_unit(mcp=False)"
         )
         log.error("agent-unit: POST /mcp is refused: %s", message)
-        return _refuse(500, "mcp_tool_clash", message)
+        return _refuse(500, McpToolClash.code, message)
 
     tools = _Tools(gateway, agents)
     server: Server[Any] = Server(
@@ -236,7 +245,7 @@ class _Tools:
             return _error_result(exc.code, exc.message, exc.details)
         except Exception as exc:  # a tool error, never a stack trace, reaches the client
             log.exception("agent-unit: unexpected error in MCP tool %r", params.name, exc_info=exc)
-            return _error_result("internal", "internal error: the server logged the details")
+            return _error_result(InternalError.code, "internal error: the server logged the details")
 
     async def _start(self, request: Request, name: str, arguments: dict[str, Any]) -> RunRecord:
         # the REST route's action, before anything is checked: an unknown tool is authorized as
@@ -288,7 +297,7 @@ def _result(text: str, structured: dict[str, Any] | None, record: RunRecord, *, 
         structured_content=structured,
         is_error=error,
         # the run behind every answer, for clients that link to it (GET /runs/{id})
-        meta={"agent-unit/run_id": record.id, "agent-unit/status": record.status.value},
+        _meta={"agent-unit/run_id": record.id, "agent-unit/status": record.status.value},
     )
 
 

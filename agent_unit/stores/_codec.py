@@ -17,6 +17,8 @@ from pydantic_core import PydanticSerializationError
 from ..errors import StoreValueError
 from ..records import DATA_FIELDS, JournalEntry, RunRecord
 
+_INCLUDE: set[str] = set(DATA_FIELDS)  # pydantic takes a set, not a frozenset
+
 VALUE_ERRORS = (UnicodeEncodeError, OverflowError, PydanticSerializationError)
 """What a driver raises for a value it cannot encode: the value's fault, never an outage."""
 
@@ -61,7 +63,7 @@ RUN_COLUMNS = ("id", "agent", "thread_id", "status", "version", "lease_owner", "
 def run_row(record: RunRecord) -> tuple[Any, ...]:
     """The values of ``RUN_COLUMNS`` for ``record``; a field that cannot be JSON is a StoreValueError."""
     try:
-        data = record.model_dump_json(include=DATA_FIELDS)
+        data = record.model_dump_json(include=_INCLUDE)
     except PydanticSerializationError as exc:
         raise value_error(exc) from None
     return (

@@ -27,14 +27,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreValueError
+from ..errors import ItemTooLarge, LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import check_text, run_from_row, run_row, value_error
 from ._url import options, unavailable
 from .protocol import TICK_MEMORY
 
-__all__ = ["DynamoDBStore", "ItemTooLarge"]
-
+__all__ = ["DynamoDBStore"]
 ITEM_LIMIT = 380_000
 """Bytes of values per item we write, under DynamoDB's 400 KB (names and keys take the rest)."""
 _RETRIES = 60
@@ -44,12 +43,6 @@ _TRANSIENT = frozenset(
 """Errors (after the SDK's own retries) that say "not now", not "never": the run is recovered later."""
 _BUSY = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 """Cancellation reasons of a transaction that another try may pass."""
-
-
-class ItemTooLarge(StoreValueError):
-    """A value does not fit in a DynamoDB item; nothing was written (the value's fault, not an outage)."""
-
-    code, status = "item_too_large", 413
 
 
 def _size(text: str) -> int:

@@ -15,10 +15,11 @@ from that prefix, so this store needs a single Redis (or Valkey) server, not a c
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
@@ -34,6 +35,9 @@ log = logging.getLogger("agent_unit.stores.redis")
 
 T = TypeVar("T")
 
+_Row = list[str | None]
+"""A reply, as the client reads it: redis-py's hints say ``bytes | str``, and with ``decode_responses``
+every reply is ``str``, so the reads below ``cast`` to what it is."""
 _FIELDS = ("agent", "thread_id", "status", "version", "lease_owner", "lease_expires", "due_at", "data")
 
 _PRELUDE = """
@@ -149,7 +153,14 @@ return {0}
 )
 
 
-_SSL_OPTIONS = ("ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path", "ssl_ca_data", "ssl_certfile", "ssl_keyfile")
+_SSL_OPTIONS: tuple[str, ...] = (
+    "ssl_cert_reqs",
+    "ssl_ca_certs",
+    "ssl_ca_path",
+    "ssl_ca_data",
+    "ssl_certfile",
+    "ssl_keyfile",
+)
 _SSL_OPTIONS += ("ssl_password", "client_name", "username", "password")
 
 
@@ -273,7 +284,7 @@ class RedisStore:
         return int(result[1])
 
     async def load_run(self, run_id: str) -> RunRecord | None:
-        found = await self._read(lambda: self._redis.hmget(self._keys(run_id)[0], _FIELDS))
+        found = cast(_Row, await self._read(lambda: self._redis.hmget(self._keys(run_id)[0], _FIELDS)))
         return _record(run_id, found)
 
     async def save_run(
@@ -313,7 +324,7 @@ class RedisStore:
         return int(result[1]) if result[0] == 0 else None
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
-        found = await self._read(lambda: self._redis.hgetall(self._keys(run_id)[1]))
+        found = cast(dict[str, str], await self._read(lambda: self._redis.hgetall(self._keys(run_id)[1])))
         journal = {}
         for key, text in found.items():
             value, error, meta = json.loads(text)
@@ -321,10 +332,13 @@ class RedisStore:
         return journal
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        members = await self._read(
-            lambda: self._redis.zrangebyscore(
-                self._keys(run_id)[2], f"({after}", "+inf", start=0 if limit is not None else None, num=limit
-            )
+        members = cast(
+            list[str],
+            await self._read(
+                lambda: self._redis.zrangebyscore(
+                    self._keys(run_id)[2], f"({after}", "+inf", start=0 if limit is not None else None, num=limit
+                )
+            ),
         )
         stored = []
         for member in members:
@@ -367,9 +381,8 @@ class RedisStore:
         found: list[RunRecord] = []
         upper = f"({cursor}" if cursor else "+"
         while len(found) <= limit:
-            ids = await self._read(
-                lambda upper=upper: self._redis.zrevrangebylex(index, upper, "-", start=0, num=max(limit + 1, 50))
-            )
+            read = functools.partial(self._redis.zrevrangebylex, index, upper, "-", start=0, num=max(limit + 1, 50))
+            ids = cast(list[str], await self._read(read))
             if not ids:
                 break
             for record in await self._load_many(ids):
@@ -384,20 +397,22 @@ class RedisStore:
         return RunPage(runs, runs[-1].id if len(found) > limit else None)
 
     async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
-        ids = await self._read(
-            lambda: self._redis.zrangebyscore(f"{self._prefix}due", "-inf", repr(before), start=0, num=limit)
+        ids = cast(
+            list[str],
+            await self._read(
+                lambda: self._redis.zrangebyscore(f"{self._prefix}due", "-inf", repr(before), start=0, num=limit)
+            ),
         )
         records = await self._load_many(ids)
         return sorted(records, key=lambda record: record.due_at or 0.0)
 
     async def delete_run(self, run_id: str) -> bool:
-        return (await self._call("delete", run_id, []))[0] == 0
+        return bool((await self._call("delete", run_id, []))[0] == 0)
 
     # state
 
     async def get_state(self, scope: str, key: str) -> str | None:
-        value: str | None = await self._read(lambda: self._redis.hget(f"{self._prefix}state:{scope}", key))
-        return value
+        return cast(str | None, await self._read(lambda: self._redis.hget(f"{self._prefix}state:{scope}", key)))
 
     async def set_state(self, scope: str, key: str, value: str) -> None:
         with self._reachable():

@@ -197,7 +197,9 @@ def _top_redirects(public: Path, folder: str) -> list[str]:
 
 def _refuse(output: Path, message: str) -> NoReturn:
     """Stop the build from ``finish``: mark the half-written folder as a build's, so the next build may replace it."""
-    from ..build import MARKER, BuildError
+    from agent_unit.errors import BuildError
+
+    from ..build import MARKER
 
     (output / MARKER).write_text("written by agent-unit build: the next build replaces this folder\n")
     raise BuildError(message)

@@ -18,7 +18,9 @@ import subprocess
 from typing import Any
 from urllib.parse import quote
 
-from ..pip import PipError, install
+from agent_unit.errors import PipError
+
+from ..pip import install
 from ..pip import linux_wheels as wheels
 from ..schedules import vercel as vercel_schedule
 from . import BuildOptions, Finish, Preset, Start

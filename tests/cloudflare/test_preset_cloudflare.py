@@ -27,7 +27,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agent_unit_cli.build import BuildError, build
+from agent_unit.errors import BuildError
+from agent_unit_cli.build import build
 from agent_unit_cli.config import Config
 from agent_unit_cli.presets import cloudflare
 
