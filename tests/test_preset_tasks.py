@@ -207,6 +207,11 @@ def test_netlify_warns_and_names_the_tasks_nothing_schedules(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
+    "args",
+    [[], ["--preset", "netlify", "--origin", "https://agents.example.com"]],
+    ids=["server", "netlify"],  # netlify runs no Python, yet the handler is imported from source at build
+)
+@pytest.mark.parametrize(
     ("handler", "message"),
     [
         ("jobs.digest:missing", "task send-digest: handler 'jobs.digest:missing': module jobs.digest has no attribute"),
@@ -217,12 +222,13 @@ def test_netlify_warns_and_names_the_tasks_nothing_schedules(tmp_path: Path) -> 
     ],
 )
 def test_a_handler_that_cannot_be_imported_is_one_build_error_and_nothing_is_written(
-    tmp_path: Path, handler: str, message: str
+    tmp_path: Path, handler: str, message: str, args: list[str]
 ) -> None:
     root = project(tmp_path, "")
     (root / "jobs" / "broken.py").write_text("1 / 0\n")
     (root / "agent-unit.toml").write_text(f'[tasks.send-digest]\nschedule = "0 8 * * *"\nhandler = "{handler}"\n')
-    done = build(root, "--json")
-    assert done.returncode == 1
+    done = build(root, "--json", *args)
+    assert done.returncode == 1, done.stdout
     assert message in json.loads(done.stdout)["error"]
+    assert "Traceback" not in done.stdout + done.stderr
     assert not (root / ".output").exists()
