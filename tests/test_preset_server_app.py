@@ -33,7 +33,7 @@ from . import test_preset_vercel
 from .dev_process import DevProcess
 from .server import free_port, wait_until_up
 from .test_preset_aws_lambda import FunctionUrl, Lambda, lint
-from .test_preset_vercel import CRON_SECRET, FUNCTION, Instance
+from .test_preset_vercel import CRON_SECRET, FUNCTION, Deployment, Instance
 
 function_python = test_preset_vercel.function_python  # the fixture: a Python 3.12+ for Vercel's runtime
 
@@ -385,6 +385,8 @@ def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wake
     run = json.loads(started["body"])
     assert run["status"] == "sleeping", run  # buffered, as Lambda needs: the answer came once the run parked
     time.sleep(1.2)
+    (refused,) = cold_container(folder, log, http_event("/api/ai/__agent-unit/sweep", "POST"), env=env)
+    assert refused["statusCode"] == 401  # deployed: the unit's internal routes need AGENT_UNIT_SECRET
     assert cold_container(folder, log, {"agent_unit": "sweep"}, env=env) == [{"woken": 1, "recovered": 0, "deleted": 0}]
     (read,) = cold_container(folder, log, http_event(f"/api/ai/runs/{run['id']}"), env=env)
     done = json.loads(read["body"])
@@ -407,3 +409,71 @@ def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount
         assert record["output"] == sum(range(10))
     finally:
         function.url.close()
+
+
+@pytest.fixture(scope="module")
+def mounted_vercel(tmp_path_factory: pytest.TempPathFactory, function_python: tuple[str, str]) -> Path:
+    """The same app, mounting agents at /api/ai, built for vercel: the function's folder."""
+    root = project(tmp_path_factory.mktemp("app-mounted-vercel"), 'server = "web.mounted:app"\n')
+    (root / "web" / "mounted.py").write_text(MOUNTED)
+    (root / "requirements.txt").write_text("fastapi\nredis\n")
+    built(root, "--preset", "vercel", "--python", function_python[1])
+    return root / ".vercel" / "output"
+
+
+def _settled(url: str, run_id: str, *statuses: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 90
+    while (record := httpx.get(f"{url}/api/ai/runs/{run_id}").json())["status"] not in statuses:
+        assert time.monotonic() < deadline, record
+        time.sleep(0.2)
+    return record  # type: ignore[no-any-return]
+
+
+def test_agents_mounted_in_your_app_on_vercel_sleep_and_the_cron_wakes_them(
+    mounted_vercel: Path, function_python: tuple[str, str], redis_url: str, tmp_path: Path
+) -> None:
+    config = json.loads((mounted_vercel / "config.json").read_text())
+    assert config["crons"] == [{"path": "/__agent-unit/sweep", "schedule": "* * * * *"}]  # the app made a unit
+    env = {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log"), "CRON_SECRET": CRON_SECRET}
+    first = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
+    try:
+        run = httpx.post(f"{first.url}/api/ai/agents/napper/runs", json={"input": "well"}, timeout=30).json()
+        _settled(first.url, run["id"], "sleeping")
+    finally:
+        first.stop()  # the instance that armed a timer for it is gone (frozen, recycled)
+    time.sleep(1.2)
+    second = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
+    try:
+        sweep = f"{second.url}/__agent-unit/sweep"
+        assert httpx.get(sweep).status_code == 401
+        assert httpx.post(f"{second.url}/api/ai/__agent-unit/sweep").status_code == 401  # the unit's own, too
+        woken = httpx.get(sweep, headers={"authorization": f"Bearer {CRON_SECRET}", "user-agent": "vercel-cron/1.0"})
+        assert woken.json() == {"woken": 1, "recovered": 0, "deleted": 0}, second.logs()
+        done = httpx.get(f"{second.url}/api/ai/runs/{run['id']}").json()
+        assert done["status"] == "completed" and done["output"] == "rested well"
+    finally:
+        second.stop()
+
+
+def test_a_run_of_agents_mounted_in_your_app_on_vercel_continues_under_the_mount_path(
+    mounted_vercel: Path, function_python: tuple[str, str], redis_url: str, tmp_path: Path
+) -> None:
+    site = Deployment()
+    # CRON_SECRET alone: the preset says it is enough for continuations
+    env = {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log"), "CRON_SECRET": CRON_SECRET}
+    env["AGENT_UNIT_URL"] = site.url
+    try:
+        for _ in range(2):
+            site.instances.append(Instance(mounted_vercel / FUNCTION, function_python[0], env).start())
+        first = site.instances[0]
+        started = httpx.post(f"{first.url}/api/ai/agents/long/runs", json={"input": 10}, timeout=30)
+        assert started.status_code == 202, started.text
+        run_id = started.json()["id"]
+        done = _settled(first.url, run_id, "completed", "failed")  # no sweep runs here: only continuations
+        assert done["output"] == sum(range(10)), first.logs() + site.instances[1].logs()
+        # 3 s of work in 1 s slices, continued at the deployment's URL under the mount path
+        assert site.continued.count(run_id) >= 2
+    finally:
+        for instance in site.instances:
+            instance.stop()
+        site.close()
