@@ -3,9 +3,14 @@
 A FastAPI app with a route, a lifespan, ``wait_until`` work and a task, built for:
 
 - server: the folder moved elsewhere and served by ``python -I -S main.py`` (uvicorn);
+- docker: the Dockerfile checked, and its CMD run locally (no Docker engine here, so not a
+  container) from what it copies, moved elsewhere, with the image's ENV and HOST/PORT;
 - aws-lambda: the unpacked zip, each cold container a new ``python -I -S`` process taking
   events (two in one process: the lifespan starts once per container, not per invocation);
 - vercel: an instance started as Vercel's functions runtime starts one.
+
+An app that mounts agents at ``/api/ai``, on aws-lambda and vercel: a run sleeps and the host's
+scheduled event wakes it; a run that yields at its budget continues under the mount path.
 
 The route answers, the lifespan started once per process, the ``wait_until`` work is done (on
 Lambda before the handler returns), the task runs. And a table of bad input, each refused
@@ -234,6 +239,89 @@ def test_a_moved_server_build_serves_the_app_with_its_lifespan_wait_until_and_ta
         server.terminate()
         server.wait(timeout=20)
     assert logged(log).count("lifespan started") == 1
+
+
+@pytest.fixture(scope="module")
+def docker_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    root = project(tmp_path_factory.mktemp("app-docker"))
+    return root, built(root, "--preset", "docker")
+
+
+def dockerfile(text: str) -> dict[str, Any]:
+    """What the image's run needs from a Dockerfile: its ENV, WORKDIR, COPY sources and CMD."""
+    found: dict[str, Any] = {"env": {}, "copy": [], "cmd": None, "workdir": None}
+    for line in text.splitlines():
+        instruction, _, rest = line.partition(" ")
+        if instruction == "ENV":
+            found["env"] |= dict(item.split("=", 1) for item in rest.split())
+        elif instruction == "COPY":
+            found["copy"].append(tuple(rest.split()))
+        elif instruction == "WORKDIR":
+            found["workdir"] = rest
+        elif instruction == "CMD":
+            found["cmd"] = json.loads(rest)
+    return found
+
+
+def test_a_docker_build_of_your_own_app_has_a_dockerfile_that_runs_it_as_the_server_does(
+    docker_build: tuple[Path, dict[str, Any]],
+) -> None:
+    root, result = docker_build
+    output = root / ".output" / "docker"
+    assert result["server"] == "web.main:app" and result["routes"] == []
+    assert all("in-process scheduler" in task["runs_on"] for task in result["tasks"])
+    text = (output / "Dockerfile").read_text()
+    image = dockerfile(text)
+    assert text.startswith("# ") and f"python:{sys.version_info.major}.{sys.version_info.minor}-slim" in text
+    assert "\nUSER agent\n" in text and image["workdir"] == "/app" and image["cmd"] == ["python", "main.py"]
+    assert "HEALTHCHECK" not in text  # agent-unit adds no /healthz to your app: nothing to probe
+    assert image["copy"] == [("vendor/", "/app/vendor/"), ("main.py", "/app/main.py"), ("app/", "/app/app/")]
+    assert all((output / source).exists() for source, _ in image["copy"])
+    assert (output / "vendor" / "fastapi").is_dir() and (output / ".dockerignore").is_file()
+
+
+def test_the_docker_images_cmd_run_locally_serves_the_app_with_its_lifespan_wait_until_and_task(
+    docker_build: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Not a container (no Docker engine here): the image's CMD, run as the container would run it.
+
+    What the Dockerfile copies goes into a folder elsewhere (its ``/app``), and its CMD runs
+    there with the image's ENV and nothing else of this machine's: ``python -I -S`` (no site
+    packages, no user paths), ``HOST``/``PORT`` set as a platform sets them.
+    """
+    root, _ = docker_build
+    output = root / ".output" / "docker"
+    image = dockerfile((output / "Dockerfile").read_text())
+    workdir = tmp_path / "image" / image["workdir"].strip("/")
+    for source, target in image["copy"]:
+        copied = tmp_path / "image" / target.strip("/")
+        if (output / source).is_dir():
+            shutil.copytree(output / source, copied)
+        else:
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(output / source, copied)
+    (workdir / ".agent-unit").mkdir()  # the image's RUN makes it, for the agent user
+    log = tmp_path / "app.log"
+    port = free_port()
+    environment = {**image["env"], "PATH": os.environ["PATH"], "HOST": "127.0.0.1", "PORT": str(port)}
+    environment["APP_LOG"] = str(log)
+    python, *args = image["cmd"]
+    assert python == "python"
+    server = subprocess.Popen([sys.executable, "-I", "-S", *args], cwd=workdir, env=environment)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, timeout=120)
+        assert httpx.get(f"{url}/hello/ann").json() == {"hello": "ann"}
+        deadline = time.monotonic() + 60
+        while not {"later ann", "task every-minute"} <= set(logged(log)):
+            assert time.monotonic() < deadline, logged(log)
+            time.sleep(0.1)
+    finally:
+        server.terminate()  # docker stop: SIGTERM
+        server.wait(timeout=20)
+    assert logged(log).count("lifespan started") == 1
+    assert logged(log).count("task every-minute") == 1  # one tick, claimed in the image's own store
+    assert (workdir / ".agent-unit" / "agent-unit.db").exists()  # where the image keeps it (a volume there keeps it)
 
 
 def test_a_lambda_container_starts_the_lifespan_once_and_finishes_wait_until_before_it_answers(
