@@ -449,10 +449,18 @@ def test_dev_refuses_a_server_that_is_not_asgi_with_one_message(tmp_path: Path) 
     assert "server = 'web.main:note' is a function, not an ASGI app" in done.stderr
 
 
+MOUNTED_CONFIG = """server = "web.mounted:app"
+
+[tasks.new-year]
+schedule = "0 0 1 1 *"
+handler = "web.main:digest"
+"""
+
+
 @pytest.fixture(scope="module")
 def mounted_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A FastAPI app that mounts agents at /api/ai, built for aws-lambda and unpacked into function/."""
-    root = project(tmp_path_factory.mktemp("app-mounted"), 'server = "web.mounted:app"\n')
+    root = project(tmp_path_factory.mktemp("app-mounted"), MOUNTED_CONFIG)
     (root / "web" / "mounted.py").write_text(MOUNTED)
     (root / "requirements.txt").write_text("fastapi\nredis\n")  # the app's store is its own: its driver is listed
     built(root, "--preset", "aws-lambda")
@@ -481,6 +489,18 @@ def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wake
     assert done["status"] == "completed" and done["output"] == "rested well"
 
 
+def test_a_repeated_schedule_event_runs_a_task_once_in_the_store_of_the_agents_your_app_mounted_on_lambda(
+    mounted_build: Path, tmp_path: Path, redis_url: str
+) -> None:
+    folder, log, env = mounted_build / "function", tmp_path / "app.log", {"RUNS_URL": redis_url}
+    event = {"agent_unit": "task", "task": "new-year", "scheduled_at": "2027-01-01T00:00:00Z"}
+    # EventBridge delivers at least once: again in the same container, and in another one
+    first, again = cold_container(folder, log, event, event, env=env)
+    (later,) = cold_container(folder, log, event, env=env)
+    assert [first["ran"], again["ran"], later["ran"]] == [True, False, False]
+    assert logged(log).count("task new-year") == 1
+
+
 def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount_path(
     mounted_build: Path, tmp_path: Path, redis_url: str
 ) -> None:
@@ -502,7 +522,7 @@ def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount
 @pytest.fixture(scope="module")
 def mounted_vercel(tmp_path_factory: pytest.TempPathFactory, function_python: tuple[str, str]) -> Path:
     """The same app, mounting agents at /api/ai, built for vercel: the function's folder."""
-    root = project(tmp_path_factory.mktemp("app-mounted-vercel"), 'server = "web.mounted:app"\n')
+    root = project(tmp_path_factory.mktemp("app-mounted-vercel"), MOUNTED_CONFIG)
     (root / "web" / "mounted.py").write_text(MOUNTED)
     (root / "requirements.txt").write_text("fastapi\nredis\n")
     built(root, "--preset", "vercel", "--python", function_python[1])
@@ -521,7 +541,7 @@ def test_agents_mounted_in_your_app_on_vercel_sleep_and_the_cron_wakes_them(
     mounted_vercel: Path, function_python: tuple[str, str], redis_url: str, tmp_path: Path
 ) -> None:
     config = json.loads((mounted_vercel / "config.json").read_text())
-    assert config["crons"] == [{"path": "/__agent-unit/sweep", "schedule": "* * * * *"}]  # the app made a unit
+    assert config["crons"][0] == {"path": "/__agent-unit/sweep", "schedule": "* * * * *"}  # the app made a unit
     env = {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log"), "CRON_SECRET": CRON_SECRET}
     first = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
     try:
@@ -565,3 +585,23 @@ def test_a_run_of_agents_mounted_in_your_app_on_vercel_continues_under_the_mount
         for instance in site.instances:
             instance.stop()
         site.close()
+
+
+def test_a_repeated_cron_request_runs_a_task_once_in_the_store_of_the_agents_your_app_mounted_on_vercel(
+    mounted_vercel: Path, function_python: tuple[str, str], redis_url: str, tmp_path: Path
+) -> None:
+    config = json.loads((mounted_vercel / "config.json").read_text())
+    assert {"path": "/__agent-unit/tasks/new-year", "schedule": "0 0 1 1 *"} in config["crons"]
+    log = tmp_path / "app.log"
+    env = {"RUNS_URL": redis_url, "APP_LOG": str(log), "CRON_SECRET": CRON_SECRET}
+    answers = []
+    for _ in range(2):  # Vercel may deliver a cron twice, to any instance: here to two in turn
+        instance = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
+        try:
+            route = f"{instance.url}/__agent-unit/tasks/new-year"
+            answers.append(httpx.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30).json())
+        finally:
+            instance.stop()
+    assert answers[0]["scheduled_at"] == answers[1]["scheduled_at"]  # the year's one tick, whenever it is asked
+    assert [answer["ran"] for answer in answers] == [True, False]
+    assert logged(log).count("task new-year") == 1
