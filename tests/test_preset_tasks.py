@@ -6,7 +6,8 @@
   clean, and the schedule's event runs the task in a new cold process from the unpacked zip,
   once (a repeated delivery runs nothing);
 - vercel: ``config.json`` has one cron for the task, and the cron's request to an instance
-  started as Vercel starts one runs it with ``Bearer $CRON_SECRET``.
+  started as Vercel starts one runs it with ``Bearer $CRON_SECRET``, once (a repeated request
+  for the same tick runs nothing).
 
 Builds run pip, so each is built once per module and shared by the tests that read it.
 """
@@ -198,6 +199,29 @@ def test_vercels_cron_request_runs_the_task_in_a_function_instance(
     finally:
         instance.stop()
     assert [line.split()[0] for line in ran(log)] == ["every-minute"]
+
+
+def test_a_repeated_vercel_cron_request_runs_its_tick_once(
+    vercel_build: tuple[Path, dict[str, Any]], redis_url: str, function_python: tuple[str, str], tmp_path: Path
+) -> None:
+    """Vercel may deliver a cron twice: the tick (the schedule's latest, at the request) is claimed in the store."""
+    root, _ = vercel_build
+    log = tmp_path / "tasks.log"
+    env = {"AGENT_UNIT_STORAGE": redis_url, "CRON_SECRET": CRON_SECRET, "TASK_LOG": str(log)}
+    instance = Instance(root / ".vercel" / "output" / FUNCTION, function_python[0], env).start()
+    route = f"{instance.url}/__agent-unit/tasks/send-digest"
+    answers: list[dict[str, Any]] = []
+    try:
+        # two requests for one tick (a third only if a tick of */5 fell between the first two)
+        while len(answers) < 2 or (answers[-1]["scheduled_at"] != answers[-2]["scheduled_at"] and len(answers) < 3):
+            answer = httpx.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30)
+            answers.append(answer.json())
+    finally:
+        instance.stop()
+    assert answers[-1]["scheduled_at"] == answers[-2]["scheduled_at"], answers
+    assert answers[-1]["ran"] is False  # the same tick again: nothing ran
+    ticks = {answer["scheduled_at"] for answer in answers}
+    assert sorted(ran(log)) == sorted(f"send-digest {tick}" for tick in ticks)  # each tick once
 
 
 def test_netlify_warns_and_names_the_tasks_nothing_schedules(tmp_path: Path) -> None:
