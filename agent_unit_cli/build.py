@@ -400,8 +400,7 @@ def build(
         if not registry:
             raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
         _check_authorize(config.authorize)
-    if chosen.python_app:
-        _check_tasks(root, config)
+    _check_tasks(root, config)  # on every preset: netlify's backend runs them, or `agent-unit task NAME` does
     if chosen.python_app and not config.server:
         authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
         found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))

@@ -3,9 +3,14 @@
 A FastAPI app with a route, a lifespan, ``wait_until`` work and a task, built for:
 
 - server: the folder moved elsewhere and served by ``python -I -S main.py`` (uvicorn);
+- docker: the Dockerfile checked, and its CMD run locally (no Docker engine here, so not a
+  container) from what it copies, moved elsewhere, with the image's ENV and HOST/PORT;
 - aws-lambda: the unpacked zip, each cold container a new ``python -I -S`` process taking
   events (two in one process: the lifespan starts once per container, not per invocation);
 - vercel: an instance started as Vercel's functions runtime starts one.
+
+An app that mounts agents at ``/api/ai``, on aws-lambda and vercel: a run sleeps and the host's
+scheduled event wakes it; a run that yields at its budget continues under the mount path.
 
 The route answers, the lifespan started once per process, the ``wait_until`` work is done (on
 Lambda before the handler returns), the task runs. And a table of bad input, each refused
@@ -33,7 +38,7 @@ from . import test_preset_vercel
 from .dev_process import DevProcess
 from .server import free_port, wait_until_up
 from .test_preset_aws_lambda import FunctionUrl, Lambda, lint
-from .test_preset_vercel import CRON_SECRET, FUNCTION, Instance
+from .test_preset_vercel import CRON_SECRET, FUNCTION, Deployment, Instance
 
 function_python = test_preset_vercel.function_python  # the fixture: a Python 3.12+ for Vercel's runtime
 
@@ -236,6 +241,89 @@ def test_a_moved_server_build_serves_the_app_with_its_lifespan_wait_until_and_ta
     assert logged(log).count("lifespan started") == 1
 
 
+@pytest.fixture(scope="module")
+def docker_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    root = project(tmp_path_factory.mktemp("app-docker"))
+    return root, built(root, "--preset", "docker")
+
+
+def dockerfile(text: str) -> dict[str, Any]:
+    """What the image's run needs from a Dockerfile: its ENV, WORKDIR, COPY sources and CMD."""
+    found: dict[str, Any] = {"env": {}, "copy": [], "cmd": None, "workdir": None}
+    for line in text.splitlines():
+        instruction, _, rest = line.partition(" ")
+        if instruction == "ENV":
+            found["env"] |= dict(item.split("=", 1) for item in rest.split())
+        elif instruction == "COPY":
+            found["copy"].append(tuple(rest.split()))
+        elif instruction == "WORKDIR":
+            found["workdir"] = rest
+        elif instruction == "CMD":
+            found["cmd"] = json.loads(rest)
+    return found
+
+
+def test_a_docker_build_of_your_own_app_has_a_dockerfile_that_runs_it_as_the_server_does(
+    docker_build: tuple[Path, dict[str, Any]],
+) -> None:
+    root, result = docker_build
+    output = root / ".output" / "docker"
+    assert result["server"] == "web.main:app" and result["routes"] == []
+    assert all("in-process scheduler" in task["runs_on"] for task in result["tasks"])
+    text = (output / "Dockerfile").read_text()
+    image = dockerfile(text)
+    assert text.startswith("# ") and f"python:{sys.version_info.major}.{sys.version_info.minor}-slim" in text
+    assert "\nUSER agent\n" in text and image["workdir"] == "/app" and image["cmd"] == ["python", "main.py"]
+    assert "HEALTHCHECK" not in text  # agent-unit adds no /healthz to your app: nothing to probe
+    assert image["copy"] == [("vendor/", "/app/vendor/"), ("main.py", "/app/main.py"), ("app/", "/app/app/")]
+    assert all((output / source).exists() for source, _ in image["copy"])
+    assert (output / "vendor" / "fastapi").is_dir() and (output / ".dockerignore").is_file()
+
+
+def test_the_docker_images_cmd_run_locally_serves_the_app_with_its_lifespan_wait_until_and_task(
+    docker_build: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Not a container (no Docker engine here): the image's CMD, run as the container would run it.
+
+    What the Dockerfile copies goes into a folder elsewhere (its ``/app``), and its CMD runs
+    there with the image's ENV and nothing else of this machine's: ``python -I -S`` (no site
+    packages, no user paths), ``HOST``/``PORT`` set as a platform sets them.
+    """
+    root, _ = docker_build
+    output = root / ".output" / "docker"
+    image = dockerfile((output / "Dockerfile").read_text())
+    workdir = tmp_path / "image" / image["workdir"].strip("/")
+    for source, target in image["copy"]:
+        copied = tmp_path / "image" / target.strip("/")
+        if (output / source).is_dir():
+            shutil.copytree(output / source, copied)
+        else:
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(output / source, copied)
+    (workdir / ".agent-unit").mkdir()  # the image's RUN makes it, for the agent user
+    log = tmp_path / "app.log"
+    port = free_port()
+    environment = {**image["env"], "PATH": os.environ["PATH"], "HOST": "127.0.0.1", "PORT": str(port)}
+    environment["APP_LOG"] = str(log)
+    python, *args = image["cmd"]
+    assert python == "python"
+    server = subprocess.Popen([sys.executable, "-I", "-S", *args], cwd=workdir, env=environment)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, timeout=120)
+        assert httpx.get(f"{url}/hello/ann").json() == {"hello": "ann"}
+        deadline = time.monotonic() + 60
+        while not {"later ann", "task every-minute"} <= set(logged(log)):
+            assert time.monotonic() < deadline, logged(log)
+            time.sleep(0.1)
+    finally:
+        server.terminate()  # docker stop: SIGTERM
+        server.wait(timeout=20)
+    assert logged(log).count("lifespan started") == 1
+    assert logged(log).count("task every-minute") == 1  # one tick, claimed in the image's own store
+    assert (workdir / ".agent-unit" / "agent-unit.db").exists()  # where the image keeps it (a volume there keeps it)
+
+
 def test_a_lambda_container_starts_the_lifespan_once_and_finishes_wait_until_before_it_answers(
     lambda_build: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -361,10 +449,18 @@ def test_dev_refuses_a_server_that_is_not_asgi_with_one_message(tmp_path: Path) 
     assert "server = 'web.main:note' is a function, not an ASGI app" in done.stderr
 
 
+MOUNTED_CONFIG = """server = "web.mounted:app"
+
+[tasks.new-year]
+schedule = "0 0 1 1 *"
+handler = "web.main:digest"
+"""
+
+
 @pytest.fixture(scope="module")
 def mounted_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A FastAPI app that mounts agents at /api/ai, built for aws-lambda and unpacked into function/."""
-    root = project(tmp_path_factory.mktemp("app-mounted"), 'server = "web.mounted:app"\n')
+    root = project(tmp_path_factory.mktemp("app-mounted"), MOUNTED_CONFIG)
     (root / "web" / "mounted.py").write_text(MOUNTED)
     (root / "requirements.txt").write_text("fastapi\nredis\n")  # the app's store is its own: its driver is listed
     built(root, "--preset", "aws-lambda")
@@ -385,10 +481,24 @@ def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wake
     run = json.loads(started["body"])
     assert run["status"] == "sleeping", run  # buffered, as Lambda needs: the answer came once the run parked
     time.sleep(1.2)
+    (refused,) = cold_container(folder, log, http_event("/api/ai/__agent-unit/sweep", "POST"), env=env)
+    assert refused["statusCode"] == 401  # deployed: the unit's internal routes need AGENT_UNIT_SECRET
     assert cold_container(folder, log, {"agent_unit": "sweep"}, env=env) == [{"woken": 1, "recovered": 0, "deleted": 0}]
     (read,) = cold_container(folder, log, http_event(f"/api/ai/runs/{run['id']}"), env=env)
     done = json.loads(read["body"])
     assert done["status"] == "completed" and done["output"] == "rested well"
+
+
+def test_a_repeated_schedule_event_runs_a_task_once_in_the_store_of_the_agents_your_app_mounted_on_lambda(
+    mounted_build: Path, tmp_path: Path, redis_url: str
+) -> None:
+    folder, log, env = mounted_build / "function", tmp_path / "app.log", {"RUNS_URL": redis_url}
+    event = {"agent_unit": "task", "task": "new-year", "scheduled_at": "2027-01-01T00:00:00Z"}
+    # EventBridge delivers at least once: again in the same container, and in another one
+    first, again = cold_container(folder, log, event, event, env=env)
+    (later,) = cold_container(folder, log, event, env=env)
+    assert [first["ran"], again["ran"], later["ran"]] == [True, False, False]
+    assert logged(log).count("task new-year") == 1
 
 
 def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount_path(
@@ -407,3 +517,91 @@ def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount
         assert record["output"] == sum(range(10))
     finally:
         function.url.close()
+
+
+@pytest.fixture(scope="module")
+def mounted_vercel(tmp_path_factory: pytest.TempPathFactory, function_python: tuple[str, str]) -> Path:
+    """The same app, mounting agents at /api/ai, built for vercel: the function's folder."""
+    root = project(tmp_path_factory.mktemp("app-mounted-vercel"), MOUNTED_CONFIG)
+    (root / "web" / "mounted.py").write_text(MOUNTED)
+    (root / "requirements.txt").write_text("fastapi\nredis\n")
+    built(root, "--preset", "vercel", "--python", function_python[1])
+    return root / ".vercel" / "output"
+
+
+def _settled(url: str, run_id: str, *statuses: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 90
+    while (record := httpx.get(f"{url}/api/ai/runs/{run_id}").json())["status"] not in statuses:
+        assert time.monotonic() < deadline, record
+        time.sleep(0.2)
+    return record  # type: ignore[no-any-return]
+
+
+def test_agents_mounted_in_your_app_on_vercel_sleep_and_the_cron_wakes_them(
+    mounted_vercel: Path, function_python: tuple[str, str], redis_url: str, tmp_path: Path
+) -> None:
+    config = json.loads((mounted_vercel / "config.json").read_text())
+    assert config["crons"][0] == {"path": "/__agent-unit/sweep", "schedule": "* * * * *"}  # the app made a unit
+    env = {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log"), "CRON_SECRET": CRON_SECRET}
+    first = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
+    try:
+        run = httpx.post(f"{first.url}/api/ai/agents/napper/runs", json={"input": "well"}, timeout=30).json()
+        _settled(first.url, run["id"], "sleeping")
+    finally:
+        first.stop()  # the instance that armed a timer for it is gone (frozen, recycled)
+    time.sleep(1.2)
+    second = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
+    try:
+        sweep = f"{second.url}/__agent-unit/sweep"
+        assert httpx.get(sweep).status_code == 401
+        assert httpx.post(f"{second.url}/api/ai/__agent-unit/sweep").status_code == 401  # the unit's own, too
+        woken = httpx.get(sweep, headers={"authorization": f"Bearer {CRON_SECRET}", "user-agent": "vercel-cron/1.0"})
+        assert woken.json() == {"woken": 1, "recovered": 0, "deleted": 0}, second.logs()
+        done = httpx.get(f"{second.url}/api/ai/runs/{run['id']}").json()
+        assert done["status"] == "completed" and done["output"] == "rested well"
+    finally:
+        second.stop()
+
+
+def test_a_run_of_agents_mounted_in_your_app_on_vercel_continues_under_the_mount_path(
+    mounted_vercel: Path, function_python: tuple[str, str], redis_url: str, tmp_path: Path
+) -> None:
+    site = Deployment()
+    # CRON_SECRET alone: the preset says it is enough for continuations
+    env = {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log"), "CRON_SECRET": CRON_SECRET}
+    env["AGENT_UNIT_URL"] = site.url
+    try:
+        for _ in range(2):
+            site.instances.append(Instance(mounted_vercel / FUNCTION, function_python[0], env).start())
+        first = site.instances[0]
+        started = httpx.post(f"{first.url}/api/ai/agents/long/runs", json={"input": 10}, timeout=30)
+        assert started.status_code == 202, started.text
+        run_id = started.json()["id"]
+        done = _settled(first.url, run_id, "completed", "failed")  # no sweep runs here: only continuations
+        assert done["output"] == sum(range(10)), first.logs() + site.instances[1].logs()
+        # 3 s of work in 1 s slices, continued at the deployment's URL under the mount path
+        assert site.continued.count(run_id) >= 2
+    finally:
+        for instance in site.instances:
+            instance.stop()
+        site.close()
+
+
+def test_a_repeated_cron_request_runs_a_task_once_in_the_store_of_the_agents_your_app_mounted_on_vercel(
+    mounted_vercel: Path, function_python: tuple[str, str], redis_url: str, tmp_path: Path
+) -> None:
+    config = json.loads((mounted_vercel / "config.json").read_text())
+    assert {"path": "/__agent-unit/tasks/new-year", "schedule": "0 0 1 1 *"} in config["crons"]
+    log = tmp_path / "app.log"
+    env = {"RUNS_URL": redis_url, "APP_LOG": str(log), "CRON_SECRET": CRON_SECRET}
+    answers = []
+    for _ in range(2):  # Vercel may deliver a cron twice, to any instance: here to two in turn
+        instance = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
+        try:
+            route = f"{instance.url}/__agent-unit/tasks/new-year"
+            answers.append(httpx.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30).json())
+        finally:
+            instance.stop()
+    assert answers[0]["scheduled_at"] == answers[1]["scheduled_at"]  # the year's one tick, whenever it is asked
+    assert [answer["ran"] for answer in answers] == [True, False]
+    assert logged(log).count("task new-year") == 1

@@ -87,18 +87,27 @@ def host_defaults(
     buffered: bool | None = None,
     background_sweep: bool | None = None,
     continue_to: Callable[[str], Any] | None = None,
+    secret: str | None = None,
+    require_secret: bool | None = None,
 ) -> None:
     """What a host sets before a user's own app (``server = "module:app"``) creates its agent units.
 
     Each unit the app then creates without saying otherwise gets them: ``buffered`` (Lambda's
     runtime sends whole responses), ``background_sweep`` (off where the host's schedule
-    sweeps) and ``continue_to(mount_path)``, the engine's ``on_continue`` for a unit mounted
+    sweeps), ``continue_to(mount_path)``, the engine's ``on_continue`` for a unit mounted
     at ``mount_path`` (read from its requests), so a run that yields continues under the
-    unit's own mount at the deployment's own URL.
+    unit's own mount at the deployment's own URL, and ``secret``/``require_secret``: the
+    secret its continuations send, which its internal routes then need (a deployed host
+    refuses them without one, as a plain agents build does).
     """
-    for key, value in (("buffered", buffered), ("background_sweep", background_sweep), ("continue_to", continue_to)):
-        if value is not None:
-            _host[key] = value
+    given = {
+        "buffered": buffered,
+        "background_sweep": background_sweep,
+        "continue_to": continue_to,
+        "secret": secret,
+        "require_secret": require_secret,
+    }
+    _host.update({key: value for key, value in given.items() if value is not None})
 
 
 _count = itertools.count()
@@ -190,8 +199,8 @@ def create_agent_unit(
     )
     api = _Routes(
         gateway,
-        secret=secret if secret is not None else env.get("AGENT_UNIT_SECRET"),
-        require_secret=production() if require_secret is None else require_secret,
+        secret=secret if secret is not None else _host.get("secret") or env.get("AGENT_UNIT_SECRET"),
+        require_secret=_host.get("require_secret", production()) if require_secret is None else require_secret,
     )
     # The protocols: each module is imported at its first request, so no other route and no
     # cold start pays for its SDK.
