@@ -107,8 +107,14 @@ class Process(Host):
 
     def __init__(self, command: list[str], folder: Path, env: dict[str, str]) -> None:
         self.command, self.folder, self.port = command, folder, free_port()
-        self.env = {**env, "HOST": "127.0.0.1", "PORT": str(self.port), "LOG_LEVEL": "warning"}
         self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **env,
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "LOG_LEVEL": "warning",
+            "AGENT_UNIT_URL": self.url,
+        }
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
