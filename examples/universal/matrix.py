@@ -183,7 +183,31 @@ class Vercel(Host):
         sys.path.insert(0, str(ROOT))
         from tests.test_preset_vercel import Instance
 
-        self.instance = Instance(folder, python, env)
+        class SlowInstance(Instance):
+            """``Instance.start`` with 300 s to start: the function imports every framework from
+            source (Vercel sets ``PYTHONDONTWRITEBYTECODE``), 15 s of CPU, minutes on a busy machine."""
+
+            def start(self) -> Instance:
+                import socket
+                import threading
+
+                self._dir = tempfile.mkdtemp(prefix="vc-ipc-")
+                path = os.path.join(self._dir, "ipc.sock")
+                listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                listener.bind(path)
+                listener.listen(1)
+                listener.settimeout(300)
+                command = [self.python, "-c", "import vc__handler__python"]
+                self.process = subprocess.Popen(command, cwd=self.folder, env={**self.env, "VERCEL_IPC_PATH": path})
+                self._conn, _ = listener.accept()
+                listener.close()
+                started = threading.Event()
+                threading.Thread(target=self._read, args=(started,), daemon=True).start()
+                if not started.wait(300):
+                    raise RuntimeError(f"the Vercel function did not start: {self.logs()[-1000:]}")
+                return self
+
+        self.instance = SlowInstance(folder, python, env)
         self.running = False
 
     def start(self) -> None:
