@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # tests run in an environment of their own, resolved as a user's `agent-unit[strands]` is.
 STRANDS_VENV ?= .venv-strands
 
-.PHONY: demo test bench conformance
+.PHONY: demo test matrix bench conformance
 
 # One environment for everything: the runtime, the CLI and the test tools.
 $(VENV)/.installed: pyproject.toml
@@ -29,6 +29,9 @@ test: $(VENV)/.installed $(STRANDS_VENV)/.installed  ## lint, then the whole tes
 	$(PY) -m mypy
 	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider tests/test_adapter_strands.py
 	$(PY) -m pytest
+
+matrix: $(VENV)/.installed  ## examples/universal: every framework on every host (builds every preset: slow)
+	$(PY) examples/universal/matrix.py
 
 bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md and bench/*/README.md)
 	$(PY) bench/run.py

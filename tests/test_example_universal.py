@@ -1,0 +1,42 @@
+"""examples/universal: the matrix runs, and prints its table, for a subset that fits the suite.
+
+The whole matrix (every framework on every host) vendors every framework for every preset:
+it is its own command, ``python examples/universal/matrix.py`` (see the example's README).
+Here: the plain agent and the PydanticAI agent on the server and aws-lambda builds, each run
+as its host runs it, through a pause, a restart of the host and a resume, with no effect or
+model call repeated. Netlify and Cloudflare are labelled, not run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from .server import ROOT
+from .servers import missing
+
+MATRIX = ROOT / "examples" / "universal" / "matrix.py"
+
+
+@pytest.mark.timeout(1800)  # two builds that vendor with pip, and a new process for every Lambda request
+def test_the_plain_and_pydantic_ai_agents_pass_on_the_server_and_lambda_builds_and_the_rest_is_labelled() -> None:
+    if shutil.which("redis-server") is None:
+        missing("redis-server")
+    command = [
+        sys.executable,
+        str(MATRIX),
+        "--hosts",
+        "server,aws-lambda,netlify,cloudflare",
+        "--agents",
+        "plain,with_pydantic_ai",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    table = done.stdout[done.stdout.index("framework (agent)") :]
+    rows = {line.split("|")[0].strip(): [cell.strip() for cell in line.split("|")[1:]] for line in table.splitlines()}
+    assert rows["plain Python (plain)"] == ["ok", "ok", "proxy: not run here", "no preset yet"]
+    assert rows["PydanticAI (with_pydantic_ai)"] == ["ok", "ok", "proxy: not run here", "no preset yet"]
+    assert "netlify: built with --origin" in table and "cloudflare: the cloudflare preset" in table
