@@ -450,10 +450,15 @@ async def test_a_parked_run_holds_no_task_timer_or_memory() -> None:
     engine = RunEngine({"a": agent, "s": sleeper}, MemoryStore())  # real clock: timers would be armed
     await engine.start("a", None, wait=True)
     await engine.start("s", None, wait=True)
-    for _ in range(10):  # cancelled lease renewals unwind over a few turns of the loop
-        await asyncio.sleep(0)
-    gc.collect()
     assert engine.executing() == {} and engine._timers == {} and engine._background == set()
+    # What is left unwinds on its own, within moments: cancelled lease renewals over a few turns
+    # of the loop, and a sync step's worker thread, which drops its context (holding the run)
+    # after it hands the result back. A run the engine kept would never go.
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        gc.collect()
+        if all(ref() is None for ref in refs):
+            break
     alive = [run for ref in refs if (run := ref()) is not None]
     holders = [type(holder).__name__ for run in alive for holder in gc.get_referrers(run) if holder is not alive]
     assert not alive, f"parked runs still referenced by: {holders}"
