@@ -4,7 +4,8 @@ The whole matrix (every framework on every host) vendors every framework for eve
 it is its own command, ``python examples/universal/matrix.py`` (see the example's README).
 Here: the plain agent and the PydanticAI agent on the server and aws-lambda builds, each run
 as its host runs it, through a pause, a restart of the host and a resume, with no effect or
-model call repeated. Netlify and Cloudflare are labelled, not run.
+model call repeated; the plain agent also on the cloudflare build, in the Workers simulation
+(labelled "ok (simulation)": not workerd). Netlify is labelled, not run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ MATRIX = ROOT / "examples" / "universal" / "matrix.py"
 
 
 @pytest.mark.timeout(1800)  # two builds that vendor with pip, and a new process for every Lambda request
-def test_the_plain_and_pydantic_ai_agents_pass_on_the_server_and_lambda_builds_and_the_rest_is_labelled() -> None:
+def test_the_plain_and_pydantic_ai_agents_pass_on_the_server_and_lambda_builds_the_plain_one_in_the_workers_simulation_and_netlify_is_labelled() -> None:
     if shutil.which("redis-server") is None:
         missing("redis-server")
     command = [
