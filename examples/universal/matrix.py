@@ -17,10 +17,14 @@ How each host is run here (as ``tests/test_preset_*.py`` run them):
 - vercel: the function started as Vercel's functions runtime starts one (Python 3.12+, the
   vendored ``vercel_runtime`` reporting its port over ``VERCEL_IPC_PATH``); restart = new instance.
 - netlify: built (its redirects proxy to the server build); Netlify's proxy cannot run here.
-- cloudflare: the preset is not in this tree yet; its row waits for it.
+- cloudflare: the SIMULATION of Cloudflare's ``workers``/``js`` modules (``tests/cloudflare/workers_sim.py``),
+  not workerd (it needs the Pyodide bundle, which cannot be fetched here): the built ``src/entry.py``
+  under CPython, each isolate a new ``python -I`` process over the Durable Objects' storage, which the
+  simulation writes to a file between isolates; the restart is a new isolate.
 
-Every host shares one store, a Redis server this script starts (``redis-server`` on PATH):
-serverless builds refuse a file store. Exit status 0 only if every cell that runs passes.
+Every host but cloudflare shares one store, a Redis server this script starts (``redis-server`` on
+PATH): serverless builds refuse a file store. The cloudflare build keeps each run in its own Durable
+Object (no storage). Exit status 0 only if every cell that runs passes.
 """
 
 from __future__ import annotations
@@ -72,13 +76,14 @@ NOT_HERE = {"strands": "own venv (.venv-strands): not in this matrix"}
 
 HOSTS = ("server", "docker", "aws-lambda", "vercel", "netlify", "cloudflare")
 # Hosts that cannot run here: the cell's label, and the note under the table.
-LABELS = {"netlify": "proxy: not run here", "cloudflare": "no preset yet"}
+LABELS = {"netlify": "proxy: not run here"}
 NOTES = {
     "netlify": "built with --origin; Netlify's proxy cannot run here (the backend it proxies is the server build)",
-    # CLOUDFLARE: when the preset lands, build it here and run it in pywrangler's simulation
-    # (label the cells "simulation"), with the same flow as the other hosts.
-    "cloudflare": "the cloudflare preset is being built in parallel and is not in this tree yet",
+    "cloudflare": "run in the Workers simulation (tests/cloudflare/workers_sim.py) under CPython, "
+    "not workerd (it needs the Pyodide bundle, unreachable here)",
 }
+SIMULATED = {"cloudflare": "ok (simulation)"}
+"""Hosts run in a simulation: a passing cell says so."""
 
 
 def say(message: str) -> None:
@@ -225,6 +230,84 @@ class Vercel(Host):
         return response.status_code, response.json()
 
 
+WORKER_RUNNER = """
+import asyncio, json, os, sys, time
+from pathlib import Path
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import workers_sim
+
+class Clock:
+    def time(self):
+        return time.time()
+
+sim = workers_sim.WorkersSim(Clock())
+state = Path(sys.argv[3])
+if state.exists():
+    sim.load(json.loads(state.read_text()))
+import entry
+
+classes = {"AgentUnitRun": entry.AgentUnitRun, "AgentUnitIndex": entry.AgentUnitIndex}
+bindings = {"AGENT_UNIT_RUNS": "AgentUnitRun", "AGENT_UNIT_INDEX": "AgentUnitIndex"}
+sim.isolate(entry.Default, classes, bindings, {"AGENT_UNIT_SECRET": os.environ["AGENT_UNIT_SECRET"]})
+
+async def main():
+    while (line := await asyncio.to_thread(sys.stdin.readline)) and (asked := json.loads(line)):
+        await sim.deliver_alarms()  # what is due (a lease that lapsed, a yielded run) runs first
+        method, path, body = asked
+        headers = {} if body is None else {"content-type": "application/json"}
+        data = b"" if body is None else json.dumps(body).encode()
+        request = workers_sim.Request("https://agents.example.com" + path, method=method, headers=headers, body=data)
+        response = await sim.fetch(request)
+        print("@@ " + json.dumps([response.status, (await response.bytes()).decode()]), flush=True)
+    state.write_text(json.dumps(sim.dump()))
+
+asyncio.run(main())
+"""
+
+
+class Worker(Host):
+    """The built Worker in the Workers simulation: each isolate a new ``python -I`` process that loads
+    the Durable Objects' storage from a file and writes it back when it stops (the restart)."""
+
+    def __init__(self, src: Path, state: Path, env: dict[str, str], warnings: list[str]) -> None:
+        self.src, self.state, self.env = src, state, env
+        self.warnings = warnings  # the build's: packages that may have no Pyodide build
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        simulation = self.state.parent / "simulation"  # workers_sim.py alone: tests/cloudflare has an agents.py
+        if not simulation.exists():
+            simulation.mkdir()
+            shutil.copy(ROOT / "tests" / "cloudflare" / "workers_sim.py", simulation)
+        command = [sys.executable, "-I", "-c", WORKER_RUNNER, str(simulation), str(self.src), str(self.state)]
+        self.process = subprocess.Popen(
+            command, cwd=self.src, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def stop(self) -> None:
+        if self.process is not None:
+            assert self.process.stdin is not None
+            try:
+                self.process.stdin.write("null\n")
+                self.process.stdin.close()
+            except BrokenPipeError:  # the isolate died: its exit status says so below
+                pass
+            if self.process.wait(timeout=60) != 0:  # its storage was not written: the next isolate sees why
+                print(f"    the isolate exited with {self.process.returncode}", file=sys.stderr)
+            self.process = None
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps([method, path, body]) + "\n")
+        self.process.stdin.flush()
+        while line := self.process.stdout.readline():
+            if line.startswith("@@ "):
+                status, text = json.loads(line[3:])
+                return int(status), json.loads(text or "null")
+            print(line, end="")  # the agents' own output
+        raise RuntimeError(f"the isolate exited with {self.process.wait(timeout=60)}")
+
+
 # -- the flow -----------------------------------------------------------------------------------
 
 
@@ -299,6 +382,13 @@ def host_for(preset: str, project: Path, work: Path, env: dict[str, str]) -> Hos
         build(project, "vercel", "--python", found[1])
         moved = shutil.copytree(project / ".vercel" / "output", work / "vercel")
         return Vercel(moved / FUNCTION, found[0], env)
+    if preset == "cloudflare":
+        own = work / "project-cloudflare"  # each run in its own Durable Object: no storage to set
+        shutil.copytree(project, own)
+        (own / "agent-unit.toml").write_text('name = "universal"\n')
+        warnings = [str(warning) for warning in build(own, "cloudflare").get("warnings", []) if "Pyodide" in warning]
+        moved = shutil.copytree(own / ".output" / "cloudflare", work / "cloudflare")
+        return Worker(moved / "src", work / "durable-objects.json", env, warnings)
     raise ValueError(preset)
 
 
@@ -354,7 +444,9 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     return process, f"redis://127.0.0.1:{port}"
 
 
-def table(results: dict[tuple[str, str], str], hosts: list[str], agents: list[str]) -> str:
+def table(
+    results: dict[tuple[str, str], str], hosts: list[str], agents: list[str], warned: dict[str, list[str]]
+) -> str:
     rows = [["framework (agent)", *hosts]]
     for name in agents:
         rows.append([f"{AGENTS[name].framework} ({name})", *(results.get((host, name), "-") for host in hosts)])
@@ -364,6 +456,7 @@ def table(results: dict[tuple[str, str], str], hosts: list[str], agents: list[st
     out = [" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     out.insert(1, "-+-".join("-" * width for width in widths))
     notes = [f"{host}: {NOTES[host]}" for host in hosts if host in NOTES]
+    notes += [f"{host} build warns: {warning}" for host, warnings in warned.items() for warning in warnings]
     return "\n".join([*out, "", *notes])
 
 
@@ -379,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
             f"error: unknown host or agent {unknown!r}: hosts {', '.join(HOSTS)}; agents {', '.join(AGENTS)}"
         )
     results: dict[tuple[str, str], str] = {}
+    warned: dict[str, list[str]] = {}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="agent-unit-matrix-") as temporary:
         work = Path(temporary)
@@ -405,11 +499,15 @@ def main(argv: list[str] | None = None) -> int:
                     results.update({(preset, name): f"build failed: {str(error)[:80]}" for name in agents})
                     print(error, file=sys.stderr)
                     continue
+                if isinstance(host, Worker) and host.warnings:
+                    warned[preset] = host.warnings
                 for name in agents:
                     say(f"{preset} x {name}: start, pause, restart, resume")
                     try:
                         host.start()
                         results[(preset, name)] = run_case(host, name, AGENTS[name], effects)
+                        if results[(preset, name)] == "ok" and preset in SIMULATED:
+                            results[(preset, name)] = SIMULATED[preset]
                     except Exception as error:  # noqa: BLE001 - a cell that breaks is reported in the table, the rest still run
                         results[(preset, name)] = f"error: {type(error).__name__}: {str(error)[:200]}"
                     finally:
@@ -419,9 +517,10 @@ def main(argv: list[str] | None = None) -> int:
             redis.terminate()
             redis.wait(timeout=10)
     print()
-    print(table(results, hosts, agents))
+    print(table(results, hosts, agents, warned))
     print(f"\n{time.monotonic() - started:.0f} s")
-    failed = [cell for cell in results.values() if cell != "ok" and cell not in LABELS.values()]
+    passed = {"ok", *LABELS.values(), *SIMULATED.values()}
+    failed = [cell for cell in results.values() if cell not in passed]
     return 1 if failed else 0
 
 
