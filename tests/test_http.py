@@ -355,14 +355,20 @@ def _state_changing_requests(parked: str, finished: str) -> list[tuple[str, str,
     ]
 
 
+async def _parked_and_finished(http: httpx.AsyncClient) -> tuple[str, str]:
+    """A refund parked for approval and one declined (finished): the targets of the routes above."""
+    parked = (await start_parked(http))["id"]
+    finished = (await start_parked(http))["id"]
+    await http.post(f"/runs/{finished}/resume?wait=1", json={"answer": {"approved": False}})
+    return parked, finished
+
+
 @pytest.mark.parametrize("content_type", CROSS_SITE_TYPES)
 async def test_no_state_changing_route_takes_a_body_another_site_could_send(content_type: str) -> None:
     # no secret (as in development): only the content type stands between a page and the routes
     app = create_agent_unit({"refund": AGENTS["refund"]}, store="memory://", public_url="http://unit")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
-        parked = (await start_parked(http))["id"]
-        finished = (await start_parked(http))["id"]
-        await http.post(f"/runs/{finished}/resume?wait=1", json={"answer": {"approved": False}})
+        parked, finished = await _parked_and_finished(http)
         before = await _runs(http)
         for method, path, body in _state_changing_requests(parked, finished):
             headers = {"content-type": content_type, "origin": FOREIGN}
@@ -376,9 +382,7 @@ async def test_no_state_changing_route_takes_a_bodyless_request_from_another_sit
     # A page can POST with no body and no content type, without a preflight: only Origin tells.
     app = create_agent_unit({"refund": AGENTS["refund"]}, store="memory://", public_url="http://unit")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
-        parked = (await start_parked(http))["id"]
-        finished = (await start_parked(http))["id"]
-        await http.post(f"/runs/{finished}/resume?wait=1", json={"answer": {"approved": False}})
+        parked, finished = await _parked_and_finished(http)
         before = await _runs(http)
         for method, path, _ in _state_changing_requests(parked, finished):
             response = await http.request(method, path, headers={"origin": FOREIGN, "sec-fetch-site": "cross-site"})
