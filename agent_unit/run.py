@@ -60,6 +60,7 @@ __all__ = [
     "Secrets",
     "StepContext",
     "STEP_STARTED_WAIT",
+    "STEP_THREADS",
     "active_run",
     "current_run",
     "current_step",
@@ -134,7 +135,8 @@ writes STEP_STARTED and STEP_FINISHED in its one commit; a slower one shows STEP
 after this wait, at the granularity of ``delta_batch_ms``'s default. Flushing at the loop's next
 turn instead cost a sync step a second commit: its thread hop always yields to the loop."""
 
-_THREADS = sys.platform != "emscripten"  # Pyodide (Workers) has no threads: sync steps run inline there
+STEP_THREADS = sys.platform != "emscripten"
+"""Whether sync step functions run in worker threads; False runs them inline (Pyodide, in Workers, has none)."""
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -320,7 +322,7 @@ def _decode(text: str, annotation: Any) -> Any:
 
 async def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """``fn(*args)``, awaited if it returns an awaitable; a sync ``fn`` runs in a worker thread."""
-    if _THREADS and not inspect.iscoroutinefunction(fn):
+    if STEP_THREADS and not inspect.iscoroutinefunction(fn):
         # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
         # so the loop keeps renewing this run's lease and serving other runs.
         call = functools.partial(contextvars.copy_context().run, fn, *args)

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreUnavailable
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from . import DEFAULT_STORE_PATH
+from ._checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, THREADS, WalCheckpointer
 from ._codec import (
     RUN_COLUMNS,
     VALUE_ERRORS,
@@ -120,6 +121,8 @@ class SQLiteStore:
         self.url = f"sqlite:///{self.path}"
         self.busy_timeout = busy_timeout_ms / 1000
         """Seconds a write waits for another process's lock (without blocking the loop) before a 503."""
+        self._checkpoints: WalCheckpointer | None = None
+        self._commits = 0
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -138,6 +141,9 @@ class SQLiteStore:
                                 self._db.execute(statement)
                         self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             self._db.execute("PRAGMA busy_timeout = 0")
+            if THREADS and self.path != ":memory:":
+                self._db.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+                self._checkpoints = WalCheckpointer(self.path)
         except (OSError, sqlite3.Error) as exc:
             raise unavailable("sqlite", "cannot be opened", url=self.url, detail=str(exc)) from None
 
@@ -198,6 +204,7 @@ class SQLiteStore:
         try:
             yield db
             db.execute("COMMIT")
+            self._committed()
         except BaseException:
             if db.in_transaction:  # a failed COMMIT may have ended it already
                 db.execute("ROLLBACK")
@@ -311,7 +318,15 @@ class SQLiteStore:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+        self._committed()
         return last
+
+    def _committed(self) -> None:
+        """Count a commit; every ``CHECKPOINT_EVERY`` ask the worker thread for a WAL checkpoint."""
+        self._commits += 1
+        if self._commits >= CHECKPOINT_EVERY and self._checkpoints is not None:
+            self._commits = 0
+            self._checkpoints.request()
 
     async def renew_lease(self, run_id: str, *, owner: str, expires: float) -> int | None:
         return await self._call(self._renew_lease, run_id, owner, expires)
@@ -405,6 +420,8 @@ class SQLiteStore:
             db.execute(sql, params)
 
     async def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         self._db.close()
 
     # -- scheduled tasks: one claim per (task, tick) -------------------------------------------

@@ -42,7 +42,7 @@ def no_threads_signals_or_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
 
     # Sync steps run inline under Pyodide (sys.platform "emscripten"), in a worker thread on CPython:
     # the simulation runs them as Pyodide does.
-    monkeypatch.setattr("agent_unit.run._THREADS", False)
+    monkeypatch.setattr("agent_unit.run.STEP_THREADS", False)
     monkeypatch.setattr(threading.Thread, "start", refusing(threading.Thread.start))
     monkeypatch.setattr(signal, "signal", refusing(signal.signal))
     monkeypatch.setattr(subprocess.Popen, "__init__", refusing(subprocess.Popen.__init__))
