@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import copy
 import functools
 import hashlib
@@ -23,7 +22,6 @@ import inspect
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +47,7 @@ from .events import custom, dumps, step_finished, step_retry, step_started
 from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry
 from .retry import RetryPolicy
+from .threads import run_in_thread
 
 if TYPE_CHECKING:
     from .execution import Execution
@@ -137,16 +136,6 @@ turn instead cost a sync step a second commit: its thread hop always yields to t
 
 STEP_THREADS = sys.platform != "emscripten"
 """Whether sync step functions run in worker threads; False runs them inline (Pyodide, in Workers, has none)."""
-_pool: ThreadPoolExecutor | None = None
-
-
-def _step_threads() -> ThreadPoolExecutor:
-    """The threads sync steps run in: their own pool, so slow steps never starve the loop's default one."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-unit-step")
-    return _pool
-
 
 _adapters: dict[Any, TypeAdapter[Any]] = {}
 _arity: dict[Any, bool] = {}
@@ -325,8 +314,7 @@ async def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     if STEP_THREADS and not inspect.iscoroutinefunction(fn):
         # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
         # so the loop keeps renewing this run's lease and serving other runs.
-        call = functools.partial(contextvars.copy_context().run, fn, *args)
-        result = await asyncio.get_running_loop().run_in_executor(_step_threads(), call)
+        result = await run_in_thread(fn, *args)
     else:
         result = fn(*args)
     if inspect.isawaitable(result):

@@ -13,7 +13,8 @@ The checkpoint is ``PASSIVE``: it never blocks a writer or a reader, in this pro
 another. A WAL restarts from its beginning only once a checkpoint has caught up with it; under
 writes that never pause a background checkpoint cannot, so the writer's own autocheckpoint
 stays on at :data:`BACKSTOP_PAGES` and bounds the file as SQLite does. Where there are no
-threads (Pyodide) the store keeps SQLite's default.
+threads (Pyodide), and at ``synchronous=FULL`` (each commit syncs anyway), the store keeps
+SQLite's default.
 """
 
 from __future__ import annotations

@@ -1,0 +1,97 @@
+"""Sync step functions run in worker threads: results, errors and context come back exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import gc
+import threading
+import weakref
+
+import pytest
+
+from agent_unit import threads
+
+name: contextvars.ContextVar[str] = contextvars.ContextVar("name", default="none")
+
+
+async def test_a_call_returns_its_result_in_another_thread_with_the_callers_context() -> None:
+    name.set("caller")
+    here = threading.get_ident()
+    result = await threads.run_in_thread(lambda: (name.get(), threading.get_ident()))
+    assert result[0] == "caller" and result[1] != here
+
+
+async def test_an_error_is_raised_to_the_awaiting_code_as_it_was_raised() -> None:
+    def fails() -> None:
+        raise KeyError("nope")
+
+    with pytest.raises(KeyError, match="nope"):
+        await threads.run_in_thread(fails)
+
+    def stops() -> None:
+        raise StopIteration("done")
+
+    with pytest.raises(RuntimeError, match="StopIteration"):  # a future cannot hold StopIteration
+        await threads.run_in_thread(stops)
+
+
+async def test_slow_calls_never_wait_for_each_other_below_the_limit() -> None:
+    release = threading.Event()
+    started: list[int] = []
+
+    def slow(i: int) -> int:
+        started.append(i)
+        release.wait(10)
+        return i
+
+    calls = [threads.run_in_thread(slow, i) for i in range(8)]
+    for _ in range(200):
+        if len(started) == 8:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(started) == list(range(8))  # all eight run at once
+    release.set()
+    assert await asyncio.gather(*calls) == list(range(8))
+
+
+async def test_calls_beyond_the_limit_wait_for_a_thread_and_all_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "MAX_THREADS", 2)
+    release = threading.Event()
+
+    def slow(i: int) -> int:
+        release.wait(10)
+        return i
+
+    calls = [threads.run_in_thread(slow, i) for i in range(6)]
+    await asyncio.sleep(0.05)
+    release.set()
+    assert await asyncio.gather(*calls) == list(range(6))
+    # Afterwards every call still gets a thread at once.
+    assert await asyncio.wait_for(asyncio.gather(*(threads.run_in_thread(int, i) for i in range(6))), 5) == list(
+        range(6)
+    )
+
+
+async def test_an_idle_thread_keeps_nothing_of_the_call_it_ran_alive() -> None:
+    class Payload:
+        pass
+
+    payload = Payload()
+    ref = weakref.ref(payload)
+    assert await threads.run_in_thread(lambda p: type(p).__name__, payload) == "Payload"
+    del payload
+    for _ in range(100):  # the thread drops its references right after handing the result back
+        gc.collect()
+        if ref() is None:
+            break
+        await asyncio.sleep(0.01)
+    assert ref() is None
+
+
+async def test_a_cancelled_await_leaves_the_thread_free_for_the_next_call() -> None:
+    release = threading.Event()
+    call = threads.run_in_thread(release.wait, 10)
+    call.cancel()
+    release.set()
+    assert await threads.run_in_thread(lambda: 42) == 42
