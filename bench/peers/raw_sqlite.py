@@ -6,7 +6,12 @@ pays. This loop does exactly that and nothing else (WAL mode,
 busy_timeout=5000, explicit BEGIN IMMEDIATE / COMMIT), giving the upper bound
 that the other peers (and agent-unit) can be compared against.
 
-Usage: python raw_sqlite.py --workload steps --n 2000 --synchronous normal --db DIR
+``--checkpoint thread`` moves the WAL checkpoints to a worker thread the way agent-unit's
+SQLite store does at NORMAL (a PASSIVE checkpoint every 256 commits on a connection of its own,
+the writer's autocheckpoint raised to 8,000 pages as the bound): the same floor with the
+checkpoints off the writer's thread, for comparison; the default ``inline`` is SQLite's own.
+
+Usage: python raw_sqlite.py --workload steps --n 2000 --synchronous normal --db DIR [--checkpoint inline|thread]
 Prints one JSON object on its last stdout line.
 """
 
@@ -17,6 +22,7 @@ import json
 import os
 import sqlite3
 import sys
+import threading
 import time
 
 WARMUP_STEPS = 20
@@ -35,7 +41,36 @@ def open_db(path: str, synchronous: str) -> sqlite3.Connection:
     return conn
 
 
-def run_steps(conn: sqlite3.Connection, run_id: str, n: int) -> None:
+class Checkpoints:
+    """PASSIVE checkpoints on a thread and connection of their own, asked for every 256 commits."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._wanted = threading.Event()
+        self._stop = False
+        self._thread = threading.Thread(target=self._work, daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None)
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            if self._stop:
+                break
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        conn.close()
+
+    def request(self) -> None:
+        self._wanted.set()
+
+    def close(self) -> None:
+        self._stop = True
+        self._wanted.set()
+        self._thread.join()
+
+
+def run_steps(conn: sqlite3.Connection, run_id: str, n: int, checkpoints: Checkpoints | None = None) -> None:
     for i in range(n):
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(
@@ -43,6 +78,8 @@ def run_steps(conn: sqlite3.Connection, run_id: str, n: int) -> None:
             (run_id, f"step-{i}", json.dumps(i)),
         )
         conn.execute("COMMIT")
+        if checkpoints is not None and i % 256 == 255:
+            checkpoints.request()
 
 
 def pragmas(conn: sqlite3.Connection) -> dict[str, object]:
@@ -61,6 +98,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--synchronous", choices=["normal", "full"], default="normal")
     ap.add_argument("--db", default=".", help="directory for the database file")
+    ap.add_argument("--checkpoint", choices=["inline", "thread"], default="inline")
     args = ap.parse_args()
 
     os.makedirs(args.db, exist_ok=True)
@@ -69,11 +107,17 @@ def main() -> int:
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     conn = open_db(path, args.synchronous)
+    checkpoints = None
+    if args.checkpoint == "thread":
+        conn.execute("PRAGMA wal_autocheckpoint = 8000")
+        checkpoints = Checkpoints(path)
 
-    run_steps(conn, "warmup", WARMUP_STEPS)
+    run_steps(conn, "warmup", WARMUP_STEPS, checkpoints)
     t0 = time.perf_counter()
-    run_steps(conn, "measured", args.n)
+    run_steps(conn, "measured", args.n, checkpoints)
     seconds = time.perf_counter() - t0
+    if checkpoints is not None:
+        checkpoints.close()
 
     written = conn.execute("SELECT count(*) FROM steps WHERE run_id='measured'").fetchone()[0]
     if written != args.n:
@@ -85,6 +129,7 @@ def main() -> int:
         "workload": args.workload,
         "n": args.n,
         "synchronous": args.synchronous,
+        "checkpoint": args.checkpoint,
         "actual_pragmas": pragmas(conn),
         "seconds": round(seconds, 6),
         "per_sec": round(args.n / seconds, 1),
