@@ -252,7 +252,7 @@ class RunEngine:
             record, events=[ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))]
         )
         self.tail.notify(record.id)
-        self._spawn(record)
+        self._spawn(record, fresh=True)
         return await self.wait(record.id) if wait else record.model_copy()
 
     async def resume(
@@ -466,7 +466,8 @@ class RunEngine:
         process (one that outlived its lease) cannot write through a later claim's lease."""
         return f"{self.owner}/{new_id('c')[-10:]}"
 
-    def _spawn(self, record: RunRecord) -> None:
+    def _spawn(self, record: RunRecord, *, fresh: bool = False) -> None:
+        """Execute ``record`` in a task of its own; ``fresh``: created just now, so its journal is empty."""
         self.start_background()
         execution = Execution(
             record,
@@ -478,7 +479,9 @@ class RunEngine:
             delta_batch_ms=self.delta_batch_ms,
             notify=self.tail.notify,
         )
-        task = asyncio.get_running_loop().create_task(self._execute(execution), name=f"agent-unit {record.id}")
+        task = asyncio.get_running_loop().create_task(
+            self._execute(execution, fresh=fresh), name=f"agent-unit {record.id}"
+        )
         self._executions[record.id] = (task, execution)
         task.add_done_callback(lambda done: self._forget(record.id, done))
 
@@ -495,13 +498,13 @@ class RunEngine:
             execution.signal.set()
             task.cancel()
 
-    async def _execute(self, execution: Execution) -> None:
+    async def _execute(self, execution: Execution, *, fresh: bool = False) -> None:
         record = execution.record
         renewal = asyncio.ensure_future(self._keep_lease(execution, asyncio.current_task()))
         token = None
         try:
             agent = self.agents.get(record.agent)
-            journal = await self.store.load_journal(record.id)
+            journal = {} if fresh else await self.store.load_journal(record.id)
             run = Run(execution, journal)
             token = active_run.set(run)
             outcome: BaseException | None = None

@@ -213,7 +213,13 @@ class SQLiteStore:
             raise
 
     def _insert(
-        self, db: sqlite3.Connection, run_id: str, journal: Sequence[JournalEntry], events: Sequence[str]
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        journal: Sequence[JournalEntry],
+        events: Sequence[str],
+        *,
+        first: bool = False,
     ) -> int:
         """Write journal entries and events inside the caller's transaction; return the last seq.
 
@@ -225,6 +231,7 @@ class SQLiteStore:
 
         Seqs are minted here, under the write lock ``BEGIN IMMEDIATE`` holds: the next seq
         follows the run's last event (one index seek), so it never repeats, even after a restart.
+        ``first``: the run was inserted in this transaction, so it has no event yet.
         """
         for entry in journal:
             try:
@@ -234,7 +241,10 @@ class SQLiteStore:
                 )
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {run_id} already has a journal entry for {entry.key}") from None
-        last = int(db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0])
+        if first:
+            last = 0
+        else:
+            last = int(db.execute("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0])
         # INSERT VALUES, not INSERT … SELECT max(seq) FROM events: reading the table it writes makes
         # SQLite copy the rows through a temporary table first, which cost more than the statement saved.
         if len(events) == 1 or not any("\n" in data for data in events):
@@ -256,7 +266,7 @@ class SQLiteStore:
                 db.execute(f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})", row)
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {record.id} already exists") from None
-            return self._insert(db, record.id, (), events)
+            return self._insert(db, record.id, (), events, first=True)
 
     async def load_run(self, run_id: str) -> RunRecord | None:
         row = await self._call(self._fetchone, f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,))
