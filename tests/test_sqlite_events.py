@@ -5,7 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from agent_unit import Run, define_agent
+from agent_unit.errors import LeaseLost, RunConflict
+from agent_unit.records import JournalEntry
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
@@ -72,3 +76,37 @@ async def test_a_file_from_schema_version_1_keeps_its_events_and_takes_new_ones(
         await store.close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+async def test_an_append_follows_events_another_connection_wrote_since(tmp_path: Path) -> None:
+    """A store skips the seek for a run's last seq only while no other connection has written."""
+    path = tmp_path / "tips.db"
+    holder, other = SQLiteStore(path), SQLiteStore(path)
+    record = make_record(lease_owner="a")
+    await holder.create_run(record)
+    assert await holder.append(record.id, owner="a", journal=[JournalEntry("s#0", "1")], events=["{}"] * 2) == 2
+    assert await other.append(record.id, owner="a", events=["{}"] * 3) == 5  # another process, same lease
+    assert await holder.append(record.id, owner="a", journal=[JournalEntry("s#1", "1")], events=["{}"] * 2) == 7
+    seen = await other.load_run(record.id)
+    assert seen is not None
+    await other.save_run(seen, expected_version=seen.version, events=["{}"])
+    assert await holder.append(record.id, owner="a", events=["{}"]) == 9
+    assert [event.seq for event in await holder.read_events(record.id)] == list(range(1, 10))
+    await holder.close()
+    await other.close()
+
+
+async def test_a_refused_append_leaves_no_gap_in_the_seqs(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "gap.db")
+    record = make_record(lease_owner="a")
+    await store.create_run(record)
+    await store.append(record.id, owner="a", journal=[JournalEntry("s#0", "1")], events=["{}"])
+    with pytest.raises(RunConflict):  # the same key again: nothing is written
+        await store.append(
+            record.id, owner="a", journal=[JournalEntry("x", "1"), JournalEntry("s#0", "1")], events=["{}"]
+        )
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="b", events=["{}"])
+    assert await store.append(record.id, owner="a", events=["{}"]) == 2
+    assert [event.seq for event in await store.read_events(record.id)] == [1, 2]
+    await store.close()
