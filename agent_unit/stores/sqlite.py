@@ -146,6 +146,8 @@ class SQLiteStore:
                                 self._db.execute(statement)
                         self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             self._db.execute("PRAGMA busy_timeout = 0")
+            # One cursor for the hot path: Connection.execute makes a new one per statement.
+            self._cursor = self._db.cursor()
             # At FULL or EXTRA every commit syncs anyway, and a checkpoint syncing beside it only
             # slows it (measured: steps/s at FULL fell by a third): SQLite's inline default stays.
             if THREADS and self.path != ":memory:" and synchronous.lower() in ("off", "normal"):
@@ -219,7 +221,6 @@ class SQLiteStore:
 
     def _insert(
         self,
-        db: sqlite3.Connection,
         run_id: str,
         journal: Sequence[JournalEntry],
         events: Sequence[str],
@@ -239,6 +240,7 @@ class SQLiteStore:
         that seq when the caller knows it (0 for a run inserted in this transaction; see
         :meth:`_known_last`); otherwise it is sought in the events index.
         """
+        db = self._cursor
         for entry in journal:
             try:
                 db.execute(_ENTRY, journal_row(run_id, entry))
@@ -255,7 +257,7 @@ class SQLiteStore:
             db.executemany(_EVENTS_ROW, [(run_id, last + i, 1, data) for i, data in enumerate(events, 1)])
         return last + len(events)
 
-    def _known_last(self, db: sqlite3.Connection, run_id: str) -> int | None:
+    def _known_last(self, run_id: str) -> int | None:
         """The run's last seq as this connection wrote it, if no other connection has written since.
 
         ``PRAGMA data_version`` changes when another connection (another store, another process)
@@ -263,7 +265,7 @@ class SQLiteStore:
         holds, no one else has written any event, so the last seq this connection wrote is the
         run's last, without the index seek (measured: a tenth of a step's store time).
         """
-        version = db.execute("PRAGMA data_version").fetchone()[0]
+        version = self._cursor.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._tips.clear()
             self._data_version = version
@@ -291,7 +293,7 @@ class SQLiteStore:
                 db.execute(f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})", row)
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {record.id} already exists") from None
-            last = self._insert(db, record.id, (), events, last=0)
+            last = self._insert(record.id, (), events, last=0)
         self._remember(record.id, last, record.status == RunStatus.running)
         return last
 
@@ -328,7 +330,7 @@ class SQLiteStore:
                 if db.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone() is None:
                     raise RunNotFound(f"run {record.id} does not exist")
                 raise RunConflict(f"run {record.id} was changed by someone else: read it again and retry")
-            last = self._insert(db, record.id, journal, events)
+            last = self._insert(record.id, journal, events)
         self._remember(record.id, last, record.status == RunStatus.running)
         return last
 
@@ -338,7 +340,7 @@ class SQLiteStore:
         return await self._call(self._append, run_id, owner, journal, events)
 
     def _append(self, run_id: str, owner: str, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
-        db = self._db  # the hot path (one call per step): the transaction is spelled out, not a context manager
+        db = self._cursor  # the hot path (one call per step): the transaction is spelled out, not a context manager
         db.execute("BEGIN IMMEDIATE")
         try:
             # The fence is a read: under BEGIN IMMEDIATE no other writer can change the row
@@ -353,11 +355,11 @@ class SQLiteStore:
                 held = db.execute(_FENCE, (run_id, owner)).fetchone() is not None
             if not held:
                 raise LeaseLost(f"run {run_id} is no longer held by this executor")
-            last = self._insert(db, run_id, journal[1:], events, last=self._known_last(db, run_id))
+            last = self._insert(run_id, journal[1:], events, last=self._known_last(run_id))
             db.execute("COMMIT")
         except BaseException:
             self._tips.pop(run_id, None)
-            if db.in_transaction:
+            if self._db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         self._committed()
