@@ -142,24 +142,32 @@ class Trace:
 
 
 class WalPages:
-    """WAL frames (pages) written inside ``with``; autocheckpoint is off meanwhile so none are lost.
+    """WAL frames (pages) written inside ``with``; no checkpoint runs meanwhile, so none are lost.
 
     Pages per commit is what a commit physically costs at ``synchronous=NORMAL`` (no fsync):
-    every page is a frame appended to the WAL and later copied back by a checkpoint.
+    every page is a frame appended to the WAL and later copied back by a checkpoint. The store's
+    background checkpoints (a worker thread at NORMAL) and the writer's autocheckpoint are
+    paused for the sample, then put back as they were.
     """
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, store: SQLiteStore | None = None) -> None:
         self._db = db
+        self._store = store
         self.pages = 0
 
     def __enter__(self) -> WalPages:
+        if self._store is not None:
+            self._paused, self._store._checkpoints = self._store._checkpoints, None
+        self._autocheckpoint = self._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._db.execute("PRAGMA wal_autocheckpoint = 0")
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.pages = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
-        self._db.execute("PRAGMA wal_autocheckpoint = 1000")
+        self._db.execute(f"PRAGMA wal_autocheckpoint = {int(self._autocheckpoint)}")
+        if self._store is not None:
+            self._store._checkpoints = self._paused
 
 
 def count_store_calls(store: SQLiteStore) -> Counter[str]:
@@ -249,7 +257,7 @@ async def bench_steps(path: Path, n: int, synchronous: str, profile: bool, agent
             raise RuntimeError(f"expected {n} journal entries, found {journaled}")
         with Trace(store._db) as trace:  # untimed: the same run again, traced
             check(await engine.start(agent, n, wait=True), n)
-        with WalPages(store._db) as wal:
+        with WalPages(store._db, store) as wal:
             check(await engine.start(agent, PAGE_SAMPLE, wait=True), PAGE_SAMPLE)
         result: dict[str, Any] = {
             "seconds": seconds,
@@ -400,7 +408,7 @@ async def bench_append(path: Path, n: int, synchronous: str) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
         with Trace(store._db) as trace:
             await write(WARMUP_STEPS + n, 1)
-        with WalPages(store._db) as wal:
+        with WalPages(store._db, store) as wal:
             await write(WARMUP_STEPS + n + 1, PAGE_SAMPLE)
         return {
             "seconds": seconds,
