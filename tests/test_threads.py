@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import gc
 import threading
+import time
 import weakref
 
 import pytest
@@ -95,3 +96,43 @@ async def test_a_cancelled_await_leaves_the_thread_free_for_the_next_call() -> N
     call.cancel()
     release.set()
     assert await threads.run_in_thread(lambda: 42) == 42
+
+
+async def test_a_function_that_returned_quickly_is_waited_for_on_the_spot() -> None:
+    def quick() -> int:
+        return 7
+
+    assert await threads.run_in_thread(quick) == 7  # learns that it is quick
+    call = threads.run_in_thread(quick)
+    assert call.done() and call.result() == 7  # no turn of the loop to hand it back
+
+
+async def test_a_quick_function_that_turns_slow_stalls_the_loop_at_most_the_quick_wait() -> None:
+    slow = threading.Event()
+
+    def sometimes_slow() -> str:
+        if slow.is_set():
+            time.sleep(0.3)
+        return "done"
+
+    assert await threads.run_in_thread(sometimes_slow) == "done"
+    slow.set()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    call = threads.run_in_thread(sometimes_slow)
+    assert not call.done() and loop.time() - started < 0.1  # waited at most QUICK_WAIT, then went on
+    assert await call == "done"
+    started = loop.time()
+    again = threads.run_in_thread(sometimes_slow)  # slow last time: not waited for at all
+    assert not again.done() and loop.time() - started < 0.1
+    assert await again == "done"
+
+
+async def test_many_quick_calls_at_once_each_get_their_own_result() -> None:
+    def double(i: int) -> int:
+        return i * 2
+
+    for _ in range(3):
+        assert await asyncio.gather(*(threads.run_in_thread(double, i) for i in range(50))) == [
+            i * 2 for i in range(50)
+        ]
