@@ -91,7 +91,11 @@ async def test_an_append_follows_events_another_connection_wrote_since(tmp_path:
     assert seen is not None
     await other.save_run(seen, expected_version=seen.version, events=["{}"])
     assert await holder.append(record.id, owner="a", events=["{}"]) == 9
-    assert [event.seq for event in await holder.read_events(record.id)] == list(range(1, 10))
+    assert await other.append(record.id, owner="a", events=["{}"]) == 10
+    mine = await holder.load_run(record.id)
+    assert mine is not None
+    assert await holder.save_run(mine, expected_version=mine.version, events=["{}"] * 2) == 12
+    assert [event.seq for event in await holder.read_events(record.id)] == list(range(1, 13))
     await holder.close()
     await other.close()
 

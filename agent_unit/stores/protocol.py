@@ -71,7 +71,8 @@ class Store(Protocol):
         """Compare-and-set: store ``record`` as version ``expected_version + 1``.
 
         Lands only if the stored version is still ``expected_version``, together with
-        ``journal`` and ``events`` in one transaction. Returns the last seq minted.
+        ``journal`` and ``events`` in one transaction. Returns the last seq minted. A run's
+        ``agent`` and ``thread_id`` are fixed when it is created: a store may keep the stored ones.
         """
         ...
 
