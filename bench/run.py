@@ -556,7 +556,9 @@ def where_time_goes(outcomes: dict[str, Outcome], settings: Settings, profile: d
         *[f"    {sql[:110]}{'…' if len(sql) > 110 else ''}" for sql in a["sql"]],
         "",
         "The SELECT on `runs` is the lease fence (exact: no other writer can commit inside `BEGIN IMMEDIATE`);"
-        " the events' seqs follow the run's last event in the events index. The step's STEP_STARTED and"
+        " the events' seqs follow the last one this connection wrote, known without a seek while `PRAGMA"
+        " data_version` shows no other connection has written since (otherwise sought in the events"
+        " index). The step's STEP_STARTED and"
         " STEP_FINISHED events ride in the same commit, so it writes two B-trees (journal, events): a commit"
         f" writes {a['wal_pages_per_commit'] / a['raw_wal_pages_per_commit']:.1f}x the WAL pages of the raw"
         " loop's single insert (at NORMAL a commit does not fsync: its cost is the pages it appends to the WAL"
@@ -586,15 +588,18 @@ def where_time_goes(outcomes: dict[str, Outcome], settings: Settings, profile: d
             "- A smaller write set: the journal and events are two B-trees keyed by the run's text id. A"
             " numeric run key was tried: 2.73 WAL pages per step instead of 3.02, but no measurable gain in"
             " steps/s on this host (median +16% in one set of 10 alternating runs, -3% in the next), so the"
-            " schema stays. STEP_* events derived from the journal when the stream is read would drop the"
-            " events row of a fast step altogether.",
+            " schema stays; so was a compact encoding of a step's two events (130 bytes to 39: fewer page"
+            " splits, but no measurable gain once the packing was paid for, in a benchmark of the insert alone). The events row holds about 170 bytes, so an"
+            " append-only index B-tree of them splits every few commits (SQLite's quick balance is for rowid"
+            " tables only): most of the pages above the raw loop's.",
             "- Trim the per-step Python the profile below shows: the value is encoded, then decoded again (so a"
-            " step returns the same value whether it ran or replayed), and two events are encoded.",
+            " step returns the same value whether it ran or replayed).",
             "",
             "A sync step function runs in a worker thread (as FastAPI runs `def` endpoints), so blocking work never"
             " stalls the event loop or the lease renewal; the *sync no-op steps* row shows what the thread hop"
-            " (two context switches) costs on a no-op. Its STEP_STARTED waits 50 ms before it is written on its"
-            " own, so a fast sync step is one commit, as an async one is.",
+            " costs on a no-op (two thread wake-ups; a function that returned within 50 µs last time is waited"
+            " for on the spot, at most 200 µs, so its result skips a turn of the loop). Its STEP_STARTED waits"
+            " 50 ms before it is written on its own, so a fast sync step is one commit, as an async one is.",
             "",
         ]
     if profile:
