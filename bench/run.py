@@ -589,7 +589,8 @@ def where_time_goes(outcomes: dict[str, Outcome], settings: Settings, profile: d
             " numeric run key was tried: 2.73 WAL pages per step instead of 3.02, but no measurable gain in"
             " steps/s on this host (median +16% in one set of 10 alternating runs, -3% in the next), so the"
             " schema stays; so was a compact encoding of a step's two events (130 bytes to 39: fewer page"
-            " splits, but no measurable gain once the packing was paid for, in a benchmark of the insert alone). The events row holds about 170 bytes, so an"
+            " splits, but no measurable gain once the packing was paid for, in a benchmark of the insert"
+            " alone). The events row holds about 170 bytes, so an"
             " append-only index B-tree of them splits every few commits (SQLite's quick balance is for rowid"
             " tables only): most of the pages above the raw loop's.",
             "- Trim the per-step Python the profile below shows: the value is encoded, then decoded again (so a"
