@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from json.encoder import encode_basestring
 from typing import Any
 
 from .jsontext import scrub
@@ -34,6 +33,7 @@ _loose = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 _STEP_EVENTS = frozenset({"STEP_STARTED", "STEP_FINISHED"})
+_STEP_KEYS = ("type", "stepName", "timestamp")
 _STEP_EVENT = '{"type":"%s","stepName":%s,"timestamp":%d}'
 
 
@@ -47,10 +47,10 @@ def dumps(value: Any) -> str:
     A step's STEP_STARTED and STEP_FINISHED (two per step) are written from a template, the same
     text a third of the time the encoder takes (measured: 1.3 µs against 4.4 µs each).
     """
-    if type(value) is dict and len(value) == 3 and value.get("type") in _STEP_EVENTS:
-        name, stamp = value.get("stepName"), value.get("timestamp")
-        if type(name) is str and type(stamp) is int:
-            text = _STEP_EVENT % (value["type"], encode_basestring(name), stamp)
+    if type(value) is dict and len(value) == 3 and tuple(value) == _STEP_KEYS:
+        kind, name, stamp = value["type"], value["stepName"], value["timestamp"]
+        if type(kind) is str and kind in _STEP_EVENTS and type(name) is str and type(stamp) is int:
+            text = _STEP_EVENT % (kind, _encoder.encode(name), stamp)
             return text if text.isascii() else scrub(text)
     try:
         text = _encoder.encode(value)

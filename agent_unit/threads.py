@@ -25,7 +25,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from types import CodeType
+from types import CodeType, FunctionType
 from typing import Any
 
 __all__ = ["MAX_THREADS", "QUICK_WAIT", "run_in_thread"]
@@ -39,8 +39,11 @@ QUICK_WAIT = 0.0002
 Handing a result back through the loop (a write to its wake-up socket, a turn of the loop, the
 GIL passed back and forth) cost a no-op sync step about 30 µs more on a virtual machine; a
 function that returns in microseconds (a dict lookup, a local computation) is waited for instead.
-One that took longer last time (any blocking client call) never is, so the loop stalls at most
-this long, once, when a quick function turns slow; and only when an idle thread takes the call."""
+One that took longer last time (any blocking client call) is not, so the wait is spent in vain at
+most once each time a quick function turns slow, and only when an idle thread takes the call.
+Functions are told apart by their code: every closure made by one ``lambda`` shares its record.
+After the wait the loop still needs the GIL back, as it always does beside a worker thread
+running Python (up to ``sys.getswitchinterval()``, 5 ms by default, if that thread computes)."""
 
 _QUICK_RUN = QUICK_WAIT / 4
 _MAX_QUICK = 10_000  # functions remembered as quick; past this all are forgotten
@@ -71,6 +74,11 @@ _pid = os.getpid()
 _quick: set[CodeType] = set()  # functions whose last call returned within _QUICK_RUN
 
 
+def _code(fn: Callable[..., Any]) -> CodeType | None:
+    """The code of a plain function (a ``def`` or ``lambda``): what the quick record is kept by."""
+    return fn.__code__ if type(fn) is FunctionType else None
+
+
 def _deliver(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
     if future.cancelled():
         return
@@ -93,14 +101,15 @@ def _work() -> None:
             result = call.context.run(call.fn, *call.args)
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting step, whatever it is
             error = exc
-        code = getattr(call.fn, "__code__", None)
-        if isinstance(code, CodeType):
+        code = _code(call.fn)
+        if code is not None:
             if time.perf_counter() - started < _QUICK_RUN:
                 if len(_quick) >= _MAX_QUICK:
                     _quick.clear()
                 _quick.add(code)
             else:
                 _quick.discard(code)
+            del code
         with _lock:
             if _waiting:
                 _waiting -= 1  # this thread takes a call that waits in the queue
@@ -151,8 +160,8 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     call = _Call(fn, args, loop, future)
-    idle = _reserve()
-    quick = idle and getattr(fn, "__code__", None) in _quick
+    code = _code(fn)
+    quick = _reserve() and code is not None and code in _quick
     if quick:
         waiter = call.waiter = threading.Lock()
         waiter.acquire()

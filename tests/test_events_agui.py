@@ -45,3 +45,24 @@ async def test_stored_events_validate_as_ag_ui() -> None:
             parsed = AGUI.validate_python(event)
             assert json.loads(parsed.model_dump_json(by_alias=True, exclude_none=True)) == event
     assert seen == {"RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "CUSTOM", "RUN_FINISHED", "RUN_ERROR", *OURS}
+
+
+def test_step_events_are_written_as_the_json_encoder_writes_them() -> None:
+    """Step events take a template (two per step); any other shape of the same keys goes to the encoder."""
+    from ag_ui.core import EventType
+
+    from agent_unit.events import dumps
+
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    for event in (
+        {"type": "STEP_STARTED", "stepName": "load", "timestamp": 1},
+        {"type": "STEP_FINISHED", "stepName": 'é"\\\n\x01', "timestamp": 179},
+        {"type": EventType.STEP_STARTED, "stepName": "x", "timestamp": 5},  # an AG-UI model dumped as is
+        {"type": "STEP_STARTED", "timestamp": 5, "stepName": "x"},  # another key order
+        {"type": ["STEP_STARTED"], "stepName": "x", "timestamp": 5},
+        {"type": "STEP_STARTED", "stepName": "x", "timestamp": True},
+    ):
+        assert dumps(event) == encoder.encode(event)
+    assert dumps({"type": "STEP_STARTED", "stepName": "\ud800", "timestamp": 1}) == (
+        '{"type":"STEP_STARTED","stepName":"\ufffd","timestamp":1}'
+    )

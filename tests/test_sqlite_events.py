@@ -114,3 +114,26 @@ async def test_a_refused_append_leaves_no_gap_in_the_seqs(tmp_path: Path) -> Non
     assert await store.append(record.id, owner="a", events=["{}"]) == 2
     assert [event.seq for event in await store.read_events(record.id)] == [1, 2]
     await store.close()
+
+
+async def test_a_failure_after_a_commit_never_repeats_a_seq(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever raises after a commit (here the checkpoint request), the next write knows the last seq."""
+    store = SQLiteStore(tmp_path / "after.db")
+    record = make_record(lease_owner="a")
+    await store.create_run(record)
+    await store.append(record.id, owner="a", events=["{}"])
+
+    def fails() -> None:
+        raise RuntimeError("after the commit")
+
+    monkeypatch.setattr(store, "_committed", fails)
+    with pytest.raises(RuntimeError):
+        await store.append(record.id, owner="a", events=["{}"] * 2)
+    loaded = await store.load_run(record.id)
+    assert loaded is not None
+    with pytest.raises(RuntimeError):
+        await store.save_run(loaded, expected_version=loaded.version, events=["{}"])
+    monkeypatch.undo()
+    assert await store.append(record.id, owner="a", events=["{}"]) == 5
+    assert [event.seq for event in await store.read_events(record.id)] == [1, 2, 3, 4, 5]
+    await store.close()

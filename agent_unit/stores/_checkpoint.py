@@ -67,7 +67,10 @@ class WalCheckpointer:
             self._pid, self._pending, self._db = os.getpid(), None, None
         if self._closed or (self._pending is not None and not self._pending.done()):
             return
-        self._pending = _worker().submit(self._checkpoint)
+        try:
+            self._pending = _worker().submit(self._checkpoint)
+        except RuntimeError:  # the interpreter is exiting: the writer's own autocheckpoint remains
+            self._pending = None
 
     def _checkpoint(self) -> None:
         if self._closed:

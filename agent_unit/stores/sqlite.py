@@ -273,7 +273,8 @@ class SQLiteStore:
             self._tips.clear()
             self._data_version = version
             return None
-        return self._tips.get(run_id)
+        # Taken out until this write commits: a tip is only ever what a committed write left.
+        return self._tips.pop(run_id, None)
 
     def _remember(self, run_id: str, last: int, live: bool = True) -> None:
         """After a commit: keep the run's last seq for its next append (a live run's only)."""
@@ -360,13 +361,13 @@ class SQLiteStore:
                 raise LeaseLost(f"run {run_id} is no longer held by this executor")
             last = self._insert(run_id, journal[1:], events, last=self._known_last(run_id))
             db.execute("COMMIT")
+            self._remember(run_id, last)
         except BaseException:
             self._tips.pop(run_id, None)
             if self._db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         self._committed()
-        self._remember(run_id, last)
         return last
 
     def _committed(self) -> None:
