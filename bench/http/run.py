@@ -623,6 +623,8 @@ class Report:
     stored_after: list[int] = field(default_factory=list)  # runs in the store at the start of each (e) round
     runs_after: list[Load] = field(default_factory=list)  # (e)
     resumes_after: list[Load] = field(default_factory=list)
+    runs_beside: list[Load] = field(default_factory=list)  # (e)'s fresh-store rounds, each run just before one
+    resumes_beside: list[Load] = field(default_factory=list)
     first_after: list[FirstEvent] = field(default_factory=list)
     runs_httpx: Load | None = None  # (a) once with httpx as the client
     profiles: dict[str, tuple[Load, Profile]] = field(default_factory=dict)  # workload -> (its load, py-spy summary)
@@ -661,8 +663,16 @@ async def first_events(system: System, n: int) -> list[FirstEvent]:
     return samples
 
 
-async def fresh_round(make: Callable[[Client], System], server: Server, s: Settings, report: Report, i: int) -> None:
-    """One round of (a) and (b) on a server just started on an empty store."""
+async def fresh_round(
+    make: Callable[[Client], System],
+    server: Server,
+    s: Settings,
+    report: Report,
+    i: int,
+    *,
+    beside: bool = False,
+) -> None:
+    """One round of (a) and (b) on a server just started on an empty store (``beside``: one of (e)'s pairs)."""
     pid = server.proc.pid
     raw = RawClient(server.base)
     try:
@@ -670,17 +680,31 @@ async def fresh_round(make: Callable[[Client], System], server: Server, s: Setti
         # warm-up: imports, first connections, graph compile
         await load(system.start_to_pause, server_pid=pid, seconds=10, max_ops=40)
         await asyncio.sleep(1.0)
-        if i == 0:
+        if i == 0 and not beside:
             idle_cpu = cpu_seconds(pid)
             await asyncio.sleep(2.0)
             report.idle_cpu = (cpu_seconds(pid) - idle_cpu) / 2.0
-        await one_round(system, pid, s, report.runs, report.resumes, f"fresh store, round {i + 1}")
+        if beside:
+            await one_round(system, pid, s, report.runs_beside, report.resumes_beside, "fresh store, beside (e)")
+        else:
+            await one_round(system, pid, s, report.runs, report.resumes, f"fresh store, round {i + 1}")
     finally:
         await raw.aclose()
 
 
-async def the_rest(make: Callable[[Client], System], server: Server, s: Settings, report: Report) -> None:
-    """(c), (d), the httpx cross-check, then the fill and (e), on the last fresh round's server."""
+async def the_rest(
+    make: Callable[[Client], System],
+    server: Server,
+    s: Settings,
+    report: Report,
+    launch: Launch | None = None,
+) -> None:
+    """(c), (d), the httpx cross-check, then the fill and (e), on the last fresh round's server.
+
+    With ``launch``, each (e) round is paired with a round on a server just started over an empty
+    store, run right before it: the no-slowdown ratio then compares moments seconds apart, not the
+    first rounds with the last (a shared virtual machine's speed drifts by a third within minutes).
+    """
     pid = server.proc.pid
     raw = RawClient(server.base)
     system = make(raw)
@@ -734,7 +758,14 @@ async def the_rest(make: Callable[[Client], System], server: Server, s: Settings
             log(f"{system.name} fill: {stored:,} runs in the store, {window.rate:,.0f} runs/s over the last window")
         report.fill_seconds = time.perf_counter() - fill_began
         report.stored_before_after = stored
-        for _ in range(s.repeat):  # each round adds runs: note how many were there when it started
+        for k in range(s.repeat):  # each round adds runs: note how many were there when it started
+            if launch is not None:
+                fresh, make_fresh = await asyncio.to_thread(launch, 100 + k)
+                try:
+                    await fresh_round(make_fresh, fresh, s, report, k, beside=True)
+                finally:
+                    await asyncio.to_thread(fresh.stop)
+                await asyncio.sleep(1.0)
             report.stored_after.append(await system.stored_runs())
             label = f"with {report.stored_after[-1]:,} runs in the store"
             await one_round(system, pid, s, report.runs_after, report.resumes_after, label)
@@ -838,8 +869,11 @@ def summarize_profile(path: Path) -> Profile:
 Launch = Callable[[int], tuple[Server, Callable[[Client], System]]]
 
 
-def run_system(name: str, launch: Launch, s: Settings) -> Report:
-    """``s.repeat`` fresh rounds, each on a new server over an empty store; the rest on the last one."""
+def run_system(name: str, launch: Launch, s: Settings, *, paired: bool = False) -> Report:
+    """``s.repeat`` fresh rounds, each on a new server over an empty store; the rest on the last one.
+
+    ``paired``: each (e) round gets a fresh-store round beside it (see :func:`the_rest`).
+    """
     report = Report(name)
     began = time.perf_counter()
     for i in range(s.repeat):
@@ -847,14 +881,12 @@ def run_system(name: str, launch: Launch, s: Settings) -> Report:
         try:
             asyncio.run(fresh_round(make, server, s, report, i))
             if i == s.repeat - 1:
-                asyncio.run(the_rest(make, server, s, report))
+                asyncio.run(the_rest(make, server, s, report, launch if paired else None))
         finally:
             server.stop()
-    report.errors = [
-        f"{window.errors} errors ({window.first_error})"
-        for window in [*report.runs, *report.resumes, *report.runs_after, *report.resumes_after]
-        if window.errors
-    ]
+    windows = [*report.runs, *report.resumes, *report.runs_after, *report.resumes_after]
+    windows += [*report.runs_beside, *report.resumes_beside]
+    report.errors = [f"{window.errors} errors ({window.first_error})" for window in windows if window.errors]
     report.seconds = time.perf_counter() - began
     return report
 
@@ -887,7 +919,7 @@ def run_agent_unit(work: Path, s: Settings) -> tuple[Report, dict[str, str]]:
         server = start_server("agent-unit", argv, cwd=project, env=env, port=port, ready="/agents")
         return server, lambda client: AgentUnit(client, db)
 
-    report = run_system("agent-unit", launch, s)
+    report = run_system("agent-unit", launch, s, paired=True)
     return report, {"build_seconds": f"{built:.1f}", "loop": loop or "unknown"}
 
 
@@ -988,12 +1020,19 @@ def each(values: list[float], fmt: Callable[[float], str] = f0) -> str:
     return ", ".join(fmt(v) for v in values) or "-"
 
 
-def after_each(report: Report | None) -> str:
-    """Each (e) round's runs/s with the runs in the store when it started."""
+def after_each(report: Report | None, after: str = "runs_after", beside: str = "runs_beside") -> str:
+    """Each (e) round's rate with the runs in the store when it started, and its fresh-store pair's."""
     if report is None:
         return "-"
-    pairs = zip(report.runs_after, report.stored_after, strict=True)
-    return ", ".join(f"{window.rate:,.0f} ({stored:,} runs)" for window, stored in pairs)
+    rounds: list[Load] = getattr(report, after)
+    pairs: list[Load] = getattr(report, beside)
+    shown = []
+    for i, (window, stored) in enumerate(zip(rounds, report.stored_after, strict=True)):
+        text = f"{window.rate:,.0f} ({stored:,} runs)"
+        if i < len(pairs):
+            text += f" vs {pairs[i].rate:,.0f} = {window.rate / pairs[i].rate:.2f}"
+        shown.append(text)
+    return ", ".join(shown)
 
 
 def verdict(ok: bool | None) -> str:
@@ -1021,6 +1060,10 @@ def section(
     au_res, lg_res = m_rate(au, "resumes"), m_rate(lg, "resumes")
     au_runs_after, lg_runs_after = m_rate(au, "runs_after"), m_rate(lg, "runs_after")
     au_res_after, lg_res_after = m_rate(au, "resumes_after"), m_rate(lg, "resumes_after")
+    # (e)'s reference: the fresh-store rounds run beside it when there are any, else the first rounds
+    paired = bool(au and au.runs_beside)
+    au_runs_ref = m_rate(au, "runs_beside") if paired else au_runs
+    au_res_ref = m_rate(au, "resumes_beside") if paired else au_res
     au_first = med(f.first_ms for f in au.first) if au else math.nan
     step, alone, custom = ticks(au, "step"), ticks(au, "alone"), ticks(lg, "custom")
     au_httpx = au.runs_httpx.rate if au and au.runs_httpx else math.nan
@@ -1099,7 +1142,9 @@ def section(
         f" store, at most {s.fill_seconds:.0f} s per system), then {s.repeat} more rounds of (a) and (b) (each adds"
         " its runs to the store: each repeat shows how many were there when it began) and (c) again. Runs in the store:"
         " agent-unit counts rows of `runs` in its SQLite file; LangGraph `POST /threads/count` (one run per"
-        " thread here).",
+        " thread here). For agent-unit each of these rounds comes right after a round on a server just started"
+        " over an empty store, and the no-slowdown targets compare the two: this host's speed drifts by a third"
+        " within minutes, more than a store of 10,000 runs changes it.",
         "- CPU: cores used (CPU seconds per wall second) by the server process tree (/proc) and by the load"
         " generator (getrusage) during each timed window.",
         "",
@@ -1138,6 +1183,8 @@ def section(
         f"| (e) first SSE event, same store, median | {f2(a)} ms | {f2(b)} ms | {f2(ratio(b, a))}x faster |",
         f"| (e) runs/s after the fill / before | {f2(ratio(au_runs_after, au_runs))}"
         f" | {f2(ratio(lg_runs_after, lg_runs))} | - |",
+        f"| (e) beside each round: runs/s, resumes/s on a fresh store | {f0(au_runs_ref) if paired else '-'}"
+        f", {f0(au_res_ref) if paired else '-'} | - | - |",
         "",
     ]
 
@@ -1146,8 +1193,9 @@ def section(
         return None if math.isnan(value) else good(value)
 
     r_runs, r_res = ratio(au_runs, lg_runs), ratio(au_res, lg_res)
-    after = ratio(au_runs_after, au_runs)
-    after_res = ratio(au_res_after, au_res)
+    after = ratio(au_runs_after, au_runs_ref)
+    after_res = ratio(au_res_after, au_res_ref)
+    reference = "a fresh store beside it" if paired else "before"
     p50, p50_step = pct(alone, 50), pct(step, 50)
     full_store = au_stored >= 10_000
     lines += [
@@ -1172,12 +1220,12 @@ def section(
         f" | < {TARGETS['p50_ms']:g} ms | - | p99 {f2(pct(step, 99))} ms;"
         f" per run {each([pct(run, 50) for run in (au.ticks.get('step', []) if au else [])], f2)}"
         f" | {verdict(ok(p50_step, lambda v: v < TARGETS['p50_ms']))} |",
-        f"| no slowdown with {au_stored:,} runs in the store (runs/s after / before) | {f0(au_runs_after)} vs"
-        f" {f0(au_runs)} | ≥ {TARGETS['after_fill']:g} with ≥ 10,000 runs | {f2(after)}"
+        f"| no slowdown with {au_stored:,} runs in the store (runs/s after / {reference}) | {f0(au_runs_after)}"
+        f" vs {f0(au_runs_ref)} | ≥ {TARGETS['after_fill']:g} with ≥ 10,000 runs | {f2(after)}"
         f" | {after_each(au)}"
         f" | {verdict(ok(after, lambda v: v >= TARGETS['after_fill'] and full_store))} |",
-        f"| no slowdown: resumes/s after / before | {f0(au_res_after)} vs {f0(au_res)}"
-        f" | ≥ {TARGETS['after_fill']:g} | {f2(after_res)} | {each(rates(au.resumes_after) if au else [])}"
+        f"| no slowdown: resumes/s after / {reference} | {f0(au_res_after)} vs {f0(au_res_ref)}"
+        f" | ≥ {TARGETS['after_fill']:g} | {f2(after_res)} | {after_each(au, 'resumes_after', 'resumes_beside')}"
         f" | {verdict(ok(after_res, lambda v: v >= TARGETS['after_fill'] and full_store))} |",
         "",
         "### As the store fills",
