@@ -60,7 +60,13 @@ async def nap(input: str, run: Run) -> str:
 
 @define_agent(description="Runs two steps of one name side by side.")
 async def fanout(input: int, run: Run) -> list[int]:
-    return list(await asyncio.gather(run.step("fetch", lambda: input), run.step("fetch", lambda: input + 1)))
+    async def fetch(value: int) -> int:
+        await asyncio.sleep(0.01)  # both steps are open at once (a quick sync function would return first)
+        return value
+
+    return list(
+        await asyncio.gather(run.step("fetch", lambda: fetch(input)), run.step("fetch", lambda: fetch(input + 1)))
+    )
 
 
 @define_agent(description="Fails.")
