@@ -50,17 +50,16 @@ _MAX_QUICK = 10_000  # functions remembered as quick; past this all are forgotte
 
 
 class _Call:
-    __slots__ = ("args", "context", "fn", "future", "lock", "loop", "outcome", "waiter")
+    """One call handed to a worker; ``waiter`` and ``outcome`` change only under ``_lock``."""
 
-    def __init__(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], loop: asyncio.AbstractEventLoop, future: Any
-    ) -> None:
+    __slots__ = ("args", "context", "fn", "future", "loop", "outcome", "waiter")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], loop: asyncio.AbstractEventLoop) -> None:
         self.context = contextvars.copy_context()
         self.fn = fn
         self.args = args
         self.loop = loop
-        self.future: asyncio.Future[Any] = future
-        self.lock = threading.Lock()
+        self.future: asyncio.Future[Any] = loop.create_future()
         self.waiter: threading.Lock | None = None  # held while the loop waits on the spot
         self.outcome: tuple[Any, BaseException | None] | None = None
 
@@ -115,7 +114,6 @@ def _work() -> None:
                 _waiting -= 1  # this thread takes a call that waits in the queue
             else:
                 _idle += 1
-        with call.lock:
             waiter = call.waiter
             if waiter is not None:  # the loop waits on the spot: it takes the outcome itself
                 call.outcome = (result, error)
@@ -157,9 +155,8 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     A function that returned quickly last time, given to an idle thread, is waited for on the spot
     (at most :data:`QUICK_WAIT`): the future comes back done and awaiting it takes no turn of the loop.
     """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    call = _Call(fn, args, loop, future)
+    call = _Call(fn, args, asyncio.get_running_loop())
+    future = call.future
     code = _code(fn)
     quick = _reserve() and code is not None and code in _quick
     if quick:
@@ -167,7 +164,7 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         waiter.acquire()
     _calls.put(call)
     if quick and not waiter.acquire(timeout=QUICK_WAIT):
-        with call.lock:
+        with _lock:
             if call.outcome is None:  # still running: the result comes through the loop
                 call.waiter = None
                 return future

@@ -362,8 +362,7 @@ class SQLiteStore:
             last = self._insert(run_id, journal[1:], events, last=self._known_last(run_id))
             db.execute("COMMIT")
             self._remember(run_id, last)
-        except BaseException:
-            self._tips.pop(run_id, None)
+        except BaseException:  # the run's tip, if any, was taken out by _known_last before anything was written
             if self._db.in_transaction:
                 db.execute("ROLLBACK")
             raise

@@ -667,12 +667,13 @@ async def fresh_round(
     make: Callable[[Client], System],
     server: Server,
     s: Settings,
-    report: Report,
-    i: int,
+    runs: list[Load],
+    resumes: list[Load],
+    label: str,
     *,
-    beside: bool = False,
+    idle: Report | None = None,
 ) -> None:
-    """One round of (a) and (b) on a server just started on an empty store (``beside``: one of (e)'s pairs)."""
+    """One round of (a) and (b) on a server just started on an empty store; ``idle``: note its idle CPU there."""
     pid = server.proc.pid
     raw = RawClient(server.base)
     try:
@@ -680,14 +681,11 @@ async def fresh_round(
         # warm-up: imports, first connections, graph compile
         await load(system.start_to_pause, server_pid=pid, seconds=10, max_ops=40)
         await asyncio.sleep(1.0)
-        if i == 0 and not beside:
+        if idle is not None:
             idle_cpu = cpu_seconds(pid)
             await asyncio.sleep(2.0)
-            report.idle_cpu = (cpu_seconds(pid) - idle_cpu) / 2.0
-        if beside:
-            await one_round(system, pid, s, report.runs_beside, report.resumes_beside, "fresh store, beside (e)")
-        else:
-            await one_round(system, pid, s, report.runs, report.resumes, f"fresh store, round {i + 1}")
+            idle.idle_cpu = (cpu_seconds(pid) - idle_cpu) / 2.0
+        await one_round(system, pid, s, runs, resumes, label)
     finally:
         await raw.aclose()
 
@@ -762,7 +760,9 @@ async def the_rest(
             if launch is not None:
                 fresh, make_fresh = await asyncio.to_thread(launch, 100 + k)
                 try:
-                    await fresh_round(make_fresh, fresh, s, report, k, beside=True)
+                    await fresh_round(
+                        make_fresh, fresh, s, report.runs_beside, report.resumes_beside, "fresh store, beside (e)"
+                    )
                 finally:
                     await asyncio.to_thread(fresh.stop)
                 await asyncio.sleep(1.0)
@@ -879,7 +879,10 @@ def run_system(name: str, launch: Launch, s: Settings, *, paired: bool = False) 
     for i in range(s.repeat):
         server, make = launch(i)
         try:
-            asyncio.run(fresh_round(make, server, s, report, i))
+            label = f"fresh store, round {i + 1}"
+            asyncio.run(
+                fresh_round(make, server, s, report.runs, report.resumes, label, idle=report if i == 0 else None)
+            )
             if i == s.repeat - 1:
                 asyncio.run(the_rest(make, server, s, report, launch if paired else None))
         finally:
@@ -1020,19 +1023,15 @@ def each(values: list[float], fmt: Callable[[float], str] = f0) -> str:
     return ", ".join(fmt(v) for v in values) or "-"
 
 
-def after_each(report: Report | None, after: str = "runs_after", beside: str = "runs_beside") -> str:
+def after_each(rounds: list[Load], stored: list[int], beside: list[Load]) -> str:
     """Each (e) round's rate with the runs in the store when it started, and its fresh-store pair's."""
-    if report is None:
-        return "-"
-    rounds: list[Load] = getattr(report, after)
-    pairs: list[Load] = getattr(report, beside)
     shown = []
-    for i, (window, stored) in enumerate(zip(rounds, report.stored_after, strict=True)):
-        text = f"{window.rate:,.0f} ({stored:,} runs)"
-        if i < len(pairs):
-            text += f" vs {pairs[i].rate:,.0f} = {window.rate / pairs[i].rate:.2f}"
+    for i, (window, count) in enumerate(zip(rounds, stored, strict=True)):
+        text = f"{window.rate:,.0f} ({count:,} runs)"
+        if i < len(beside):
+            text += f" vs {beside[i].rate:,.0f} = {window.rate / beside[i].rate:.2f}"
         shown.append(text)
-    return ", ".join(shown)
+    return ", ".join(shown) or "-"
 
 
 def verdict(ok: bool | None) -> str:
@@ -1196,6 +1195,8 @@ def section(
     after = ratio(au_runs_after, au_runs_ref)
     after_res = ratio(au_res_after, au_res_ref)
     reference = "a fresh store beside it" if paired else "before"
+    runs_each = after_each(au.runs_after, au.stored_after, au.runs_beside) if au else "-"
+    resumes_each = after_each(au.resumes_after, au.stored_after, au.resumes_beside) if au else "-"
     p50, p50_step = pct(alone, 50), pct(step, 50)
     full_store = au_stored >= 10_000
     lines += [
@@ -1222,10 +1223,10 @@ def section(
         f" | {verdict(ok(p50_step, lambda v: v < TARGETS['p50_ms']))} |",
         f"| no slowdown with {au_stored:,} runs in the store (runs/s after / {reference}) | {f0(au_runs_after)}"
         f" vs {f0(au_runs_ref)} | ≥ {TARGETS['after_fill']:g} with ≥ 10,000 runs | {f2(after)}"
-        f" | {after_each(au)}"
+        f" | {runs_each}"
         f" | {verdict(ok(after, lambda v: v >= TARGETS['after_fill'] and full_store))} |",
         f"| no slowdown: resumes/s after / {reference} | {f0(au_res_after)} vs {f0(au_res_ref)}"
-        f" | ≥ {TARGETS['after_fill']:g} | {f2(after_res)} | {after_each(au, 'resumes_after', 'resumes_beside')}"
+        f" | ≥ {TARGETS['after_fill']:g} | {f2(after_res)} | {resumes_each}"
         f" | {verdict(ok(after_res, lambda v: v >= TARGETS['after_fill'] and full_store))} |",
         "",
         "### As the store fills",
