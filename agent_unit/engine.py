@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import inspect
 import json
 import logging
-import os
-import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +45,7 @@ from .errors import (
 )
 from .execution import Execution
 from .ids import new_id
+from .owners import owner_is_gone, process_owner
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import (
     FINISHED,
@@ -159,7 +157,7 @@ class RunEngine:
         self.max_step_bytes = max_step_bytes
         self.schedule_wake = schedule_wake
         self.on_continue = on_continue
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{new_id('x')[-8:]}"
+        self.owner = owner or process_owner("x")
         self.tail = EventTail(self.store)
         self._store_checked = False
         self._executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
@@ -327,73 +325,108 @@ class RunEngine:
     async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
         """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention.
 
-        ``lapsing``: also arm a timer for each lease that lapses before the next sweep, so a
-        server that starts after a crash recovers the dead process's runs as soon as their
-        leases lapse, not a whole ``sweep_interval`` later (the sweep at start does this).
+        A run whose lease is held by a process of this machine that has ended (a server killed
+        and started again) is recovered at once, without waiting for the lease to lapse (see
+        :func:`agent_unit.owners.owner_is_gone`). ``lapsing``: also arm a timer for each lease
+        that lapses before the next sweep, so the run is recovered when its lease lapses, not at
+        the next sweep (a long-lived server's sweeps do; a timer that finds the lease renewed
+        follows it to its new expiry).
         """
         now = self.clock.time()
         result = SweepResult()
         touched: list[str] = []
         for record in await self.store.due_runs(before=now, limit=limit):
-            try:
-                if record.status == RunStatus.sleeping:
-                    await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
-                    result.woken += 1
-                    log.info("woke run %s of agent %r: its wake time passed", record.id, record.agent)
-                elif record.status in (RunStatus.running, RunStatus.queued):
-                    if record.id in self._executions:
-                        continue  # ours and alive: its renewal is just late
-                    crashed = record.status == RunStatus.running
-                    await self._claim(record, recovered=crashed)
-                    result.recovered += 1
-                    log.info(
-                        "recovered run %s of agent %r: %s (attempt %d)",
-                        record.id,
-                        record.agent,
-                        "its lease lapsed, so the process executing it stopped" if crashed else _QUEUED_WHY,
-                        record.attempt,
-                    )
-                elif record.status in FINISHED:
-                    await self.store.delete_run(record.id)
-                    result.deleted += 1
-                    continue
-                else:
-                    continue
-            except (RunConflict, RunNotFound):
-                continue  # another process got there first
-            except StoreUnavailable:
-                raise
-            except Exception:  # one run the store refuses must not keep the sweep from every other
-                log.exception("sweeping run %s failed; the next sweep tries again", record.id)
-                continue
-            touched.append(record.id)
+            if await self._sweep_one(record, result):
+                touched.append(record.id)
         if not self.clock.manual and self.schedule_wake is None:
-            for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
-                if record.due_at is None or record.id in self._executions:
-                    continue
-                if record.status == RunStatus.sleeping:
-                    self._arm(record.id, record.due_at)
-                elif lapsing and self._lapses(record):
-                    self._arm(record.id, record.due_at + _LAPSE_MARGIN)  # surely lapsed when it fires
+            touched += await self._look_ahead(now, result, limit=limit, lapsing=lapsing)
         result.run_ids = tuple(touched)
         if wait:
             for run_id in touched:
                 await self.wait(run_id)
         return result
 
+    async def watch_leases(self, *, limit: int = 500) -> SweepResult:
+        """Arm a timer for every wake and every other process's lease due before the next sweep,
+        and recover at once the runs of a process of this machine that has ended.
+
+        A long-lived server does this every half lease (:meth:`run_sweeps`), between its sweeps,
+        so a run whose server died is recovered when its lease lapses, even if it started after
+        the last sweep."""
+        result = SweepResult()
+        if not self.clock.manual and self.schedule_wake is None:
+            result.run_ids = tuple(await self._look_ahead(self.clock.time(), result, limit=limit, lapsing=True))
+        return result
+
+    async def _look_ahead(self, now: float, result: SweepResult, *, limit: int, lapsing: bool) -> builtins.list[str]:
+        """Timers for what falls due before the next sweep; recover a dead local owner's runs now."""
+        touched: builtins.list[str] = []
+        for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
+            if record.due_at is None or record.due_at <= now or record.id in self._executions:
+                continue
+            if record.status == RunStatus.sleeping:
+                self._arm(record.id, record.due_at)
+            elif self._lapses(record) and owner_is_gone(record.lease_owner or ""):
+                if await self._sweep_one(record, result, owner_gone=True):
+                    touched.append(record.id)
+            elif lapsing and self._lapses(record):
+                self._arm(record.id, record.due_at + _LAPSE_MARGIN)  # surely lapsed when it fires
+        return touched
+
+    async def _sweep_one(self, record: RunRecord, result: SweepResult, *, owner_gone: bool = False) -> bool:
+        """Wake, recover or delete one run the sweep found; whether this engine took it."""
+        try:
+            if record.status == RunStatus.sleeping:
+                await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
+                result.woken += 1
+                log.info("woke run %s of agent %r: its wake time passed", record.id, record.agent)
+            elif record.status in _LEASED:
+                if record.id in self._executions:
+                    return False  # ours and alive: its renewal is just late
+                crashed = record.status == RunStatus.running
+                await self._claim(record, recovered=crashed)
+                result.recovered += 1
+                if owner_gone:
+                    why = "the process that held its lease on this machine has ended"
+                else:
+                    why = "its lease lapsed, so the process executing it stopped" if crashed else _QUEUED_WHY
+                log.info("recovered run %s of agent %r: %s (attempt %d)", record.id, record.agent, why, record.attempt)
+            elif record.status in FINISHED:
+                await self.store.delete_run(record.id)
+                result.deleted += 1
+                return False
+            else:
+                return False
+        except (RunConflict, RunNotFound):
+            return False  # another process got there first
+        except StoreUnavailable:
+            raise
+        except Exception:  # one run the store refuses must not keep the sweep from every other
+            log.exception("sweeping run %s failed; the next sweep tries again", record.id)
+            return False
+        return True
+
     async def run_sweeps(self) -> None:
-        """Sweep every ``sweep_interval`` until cancelled (a long-lived server's loop).
+        """Sweep every ``sweep_interval`` until cancelled (a long-lived server's loop), and watch
+        the leases of other processes every half lease between sweeps (:meth:`watch_leases`).
 
         The first sweep runs at once: a server that starts recovers what it can right away.
         """
-        first = True
+        loop = asyncio.get_running_loop()
+        period = min(self.sweep_interval, self.lease_ttl / 2)
+        next_sweep = loop.time()
         while True:
             try:
-                await self.sweep(lapsing=first)
-                first = False
+                if loop.time() >= next_sweep:
+                    next_sweep = loop.time() + self.sweep_interval
+                    await self.sweep(lapsing=True)
+                else:
+                    await self.watch_leases()
+            except StoreUnavailable as exc:
+                log.warning("agent-unit sweep: the store is out of reach (%s); trying again", exc)
             except Exception:
                 log.exception("agent-unit sweep failed")
-            await asyncio.sleep(self.sweep_interval)
+            await asyncio.sleep(min(period, max(0.0, next_sweep - loop.time())))
 
     async def check_store(self) -> None:
         """Reach the store once (a shared store's ``check()``), so bad configuration fails at start."""
@@ -758,14 +791,25 @@ class RunEngine:
         self._timers.pop(run_id, None)
 
         async def go() -> None:
-            with contextlib.suppress(RunConflict, RunNotFound):  # woken elsewhere, cancelled or deleted
-                record = await self.get(run_id)
-                if record.status == RunStatus.sleeping:
-                    await self.wake(run_id)
-                elif record.status in _LEASED:
-                    await self.sweep()  # a lease that lapsed (or was renewed: then nothing happens)
+            try:
+                await self._look_again(run_id)
+            except (RunConflict, RunNotFound):
+                pass  # woken elsewhere, cancelled or deleted
+            except Exception as exc:  # noqa: BLE001 - the next sweep looks again
+                log.warning("looking at run %s on its timer failed (%s): the next sweep looks again", run_id, exc)
 
         self._track(go())
+
+    async def _look_again(self, run_id: str) -> None:
+        """A timer fired: wake the sleeper, or recover the run whose lease lapsed, or follow a renewed lease."""
+        record = await self.get(run_id)
+        if record.status == RunStatus.sleeping:
+            await self.wake(run_id)
+        elif record.status in _LEASED and record.due_at is not None and run_id not in self._executions:
+            if record.due_at <= self.clock.time():
+                await self.sweep()  # the lease lapsed: recover the run (and any other due one)
+            elif self._lapses(record):
+                self._arm(run_id, record.due_at + _LAPSE_MARGIN)  # renewed: follow it to its new expiry
 
     def _track(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)

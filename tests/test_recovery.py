@@ -37,10 +37,10 @@ def test_a_server_that_starts_recovers_a_crashed_run_without_waiting_for_the_swe
 ) -> None:
     db, effects, marker, log = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker", tmp_path / "log"
     env = {"TEST_AGENTS": "tests.process_agents:AGENTS", "EFFECTS_FILE": str(effects), "HANG_MARKER": str(marker)}
-    # The first server holds its runs' leases for 10 s and hangs in step two; it is killed there.
-    first = Server(
-        f"sqlite:///{db}", env={**env, "HANG_IN_STEP_TWO": "1", "TEST_OPTIONS": json.dumps({"lease_ttl": "10s"})}
-    ).start()
+    # The first server holds its runs' leases for 10 s and hangs in step two; it is killed there. Its
+    # leases name a process of another machine, so the second cannot see it end: only its leases lapse.
+    first_options = json.dumps({"lease_ttl": "10s", "owner": "another-machine:7:1:1:first"})
+    first = Server(f"sqlite:///{db}", env={**env, "HANG_IN_STEP_TWO": "1", "TEST_OPTIONS": first_options}).start()
     try:
         started = httpx.post(f"{first.url}/agents/crashable/runs", json={"input": None}).json()
         while not marker.exists():
@@ -132,3 +132,32 @@ async def test_the_sweep_at_start_arms_a_timer_for_a_lease_held_by_a_dead_proces
         "RUN_FINISHED",
     ]
     assert events[1]["metadata"] == {"agent-unit": {"attempt": 2}}
+
+
+@pytest.mark.skipif(not Path("/proc/self/ns/pid").exists(), reason="the OS does not show whether a process ended")
+def test_a_server_restarted_after_kill_9_recovers_its_runs_at_once_not_when_their_leases_lapse(
+    tmp_path: Path,
+) -> None:
+    db, effects, marker = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker"
+    env = {"TEST_AGENTS": "tests.process_agents:AGENTS", "EFFECTS_FILE": str(effects), "HANG_MARKER": str(marker)}
+    # The default lease (30 s) and a sweep once an hour: neither can explain a recovery in seconds.
+    options = {"TEST_OPTIONS": json.dumps({"sweep_interval": "1h"})}
+    first = Server(f"sqlite:///{db}", env={**env, **options, "HANG_IN_STEP_TWO": "1"}).start()
+    try:
+        run_id = httpx.post(f"{first.url}/agents/crashable/runs", json={"input": None}).json()["id"]
+        while not marker.exists():
+            time.sleep(0.02)
+    finally:
+        first.stop(signal.SIGKILL)
+
+    second = Server(f"sqlite:///{db}", env={**env, **options}).start()
+    try:
+        up = time.monotonic()
+        while (record := httpx.get(f"{second.url}/runs/{run_id}").json())["status"] != "completed":
+            assert time.monotonic() - up < 10, f"not recovered at start (the lease lapses after 30 s): {record}"
+            time.sleep(0.05)
+    finally:
+        second.stop()
+    assert record["attempt"] == 2 and record["output"] == "charged"
+    lines = effects.read_text().splitlines()
+    assert [line.split()[0] for line in lines] == ["one", "two-start", "two-start", "two-done"]  # step one once

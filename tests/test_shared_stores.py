@@ -181,3 +181,38 @@ async def test_the_store_restarting_loses_nothing(kind: str, tmp_path: Path, mon
     for i in repeated:
         assert len({key for _, j, key in plods if int(j) == i}) == 1  # ...under the same idempotency key
     assert effects.read_text().splitlines().count(f"after-approval {parked.id}") == 1
+
+
+def test_a_peer_recovers_a_run_when_its_lease_lapses_not_at_its_next_sweep(shared_url: str, tmp_path: Path) -> None:
+    effects, marker = tmp_path / "effects.txt", tmp_path / "marker"
+    lease = 4.0
+    # B sweeps once an hour: only a timer at the lease's expiry can recover the run in seconds.
+    env = {
+        "TEST_AGENTS": "tests.process_agents:AGENTS",
+        "TEST_OPTIONS": json.dumps({"lease_ttl": f"{lease:g}s", "sweep_interval": "1h"}),
+        "EFFECTS_FILE": str(effects),
+    }
+    b = Server(shared_url, env=env).start()
+    # A's lease names a process of another machine, as a peer's would: B cannot see it end, only its lease lapse.
+    a_env = {**env, "HANG_IN_STEP_TWO": "1", "HANG_MARKER": str(marker)}
+    a_env["TEST_OPTIONS"] = json.dumps({**json.loads(env["TEST_OPTIONS"]), "owner": "peer-machine:7:1:1:a"})
+    a = Server(shared_url, env=a_env).start()
+    try:
+        time.sleep(1)  # the run starts after B's first sweep, so B has not seen it then
+        run_id = httpx.post(f"{a.url}/agents/crashable/runs", json={"input": None}, timeout=30).json()["id"]
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline, "A never reached step two"
+            time.sleep(0.02)
+        time.sleep(lease)  # A renews its lease meanwhile: B must follow the renewals
+        a.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        while (record := httpx.get(f"{b.url}/runs/{run_id}").json())["status"] != "completed":
+            assert time.monotonic() - killed < lease + 3, f"B did not recover the run when its lease lapsed: {record}"
+            time.sleep(0.05)
+    finally:
+        a.stop(signal.SIGKILL)
+        b.stop()
+    assert record["output"] == "charged" and record["attempt"] == 2
+    lines = effects.read_text().splitlines()
+    assert [line.split()[0] for line in lines] == ["one", "two-start", "two-start", "two-done"]
