@@ -3,7 +3,7 @@
     from agent_unit.env import env, wait_until
 
     api_key = env["MAIL_API_KEY"]
-    wait_until(send_receipt(order))   # runs after the response; never dropped
+    wait_until(send_receipt(order))   # runs after the response
 
 ``env`` is a read-only mapping: the process environment, and on Cloudflare Workers the Worker's
 bindings and secrets under the same names (the entry shim calls :func:`bind` with them).
@@ -19,6 +19,8 @@ bindings and secrets under the same names (the entry shim calls :func:`bind` wit
   installs it for the invocation with :func:`use_wait_until`.
 
 Work that raises is logged (logger ``agent_unit``) with its name and traceback, never swallowed.
+The work lives in memory only: a crash of the process (``kill -9``, an out-of-memory kill, a host
+that ends the instance) loses it. Work that must survive a crash belongs in a run's steps.
 """
 
 from __future__ import annotations
@@ -147,7 +149,10 @@ def use_wait_until(hook: WaitUntil) -> Iterator[None]:
 
 
 def wait_until(work: Awaitable[Any], *, name: str | None = None) -> None:
-    """Keep ``work`` running after the response; it is never dropped silently.
+    """Keep ``work`` running after the response, in this process's memory.
+
+    A graceful shutdown waits for it (and logs what it cuts); work that raises is logged. A
+    crash of the process loses it: work that must survive one belongs in a run's steps.
 
     Call it from async code, or from a sync route's worker thread while the app's event loop
     runs (the work is handed to that loop). ``name`` (default: the coroutine's name) is what the
