@@ -34,8 +34,9 @@ def wait_until_up(url: str, timeout: float = 30) -> dict[str, object]:
 
 
 class Server:
-    def __init__(self, store: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, store: str, *, env: dict[str, str] | None = None, log: Path | None = None) -> None:
         self.port = free_port()
+        self.log = log  # where the server's stderr goes (default: the test's own)
         self.url = f"http://127.0.0.1:{self.port}"
         # The server's own URL, as a deployment configures it (the A2A card shows it).
         self._env = {
@@ -62,6 +63,7 @@ class Server:
                 "warning",
             ],
             env=self._env,
+            stderr=None if self.log is None else self.log.open("ab"),
         )
         wait_until_up(self.url)
         return self

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -94,3 +96,24 @@ def test_idle_streams_get_keep_alive_comments_that_clients_skip(server: Server) 
                     break
         assert ": keep-alive" in lines and not any(line.startswith("data:") for line in lines)
         assert [event.seq for event in agents.events(run_id, after=2)] == [3, 4]
+
+
+@pytest.mark.parametrize("path", ["/agents/refund/runs", "/a2a", "/agents/refund/ag-ui", "/mcp"])
+def test_a_client_that_disconnects_mid_body_costs_no_traceback_in_the_log(tmp_path: Path, path: str) -> None:
+    log = tmp_path / "server.log"
+    server = Server(f"sqlite:///{tmp_path / 'runs.db'}", log=log).start()
+    try:
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", server.port)) as raw:
+                head = (
+                    f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\ncontent-type: application/json\r\n"
+                    "accept: application/json, text/event-stream\r\ncontent-length: 5000\r\n\r\n"
+                )
+                raw.sendall(head.encode() + b'{"input": {"order_id": "o_')  # and the client goes away
+        time.sleep(0.5)
+        assert httpx.get(f"{server.url}/runs").json()["runs"] == []  # still serving; nothing started
+    finally:
+        server.stop()
+    text = log.read_text()
+    assert "Traceback" not in text and "Exception in ASGI application" not in text, text
+    assert len(text.splitlines()) <= 3, text  # at most one line per disconnect, and only when asked for

@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -75,7 +75,7 @@ from .a2a_shapes import (
     task,
     to_v03,
 )
-from .bodies import parse_json, refuse_declared_oversize, require_json
+from .bodies import parse_json, read_body, require_json
 from .responses import JSONResponse
 from .sse import KEEP_ALIVE_COMMENT, SSEResponse, message
 from .stream import KeepAlive
@@ -287,6 +287,8 @@ class _JsonRpc:
         except AgentUnitError as exc:
             await self._authorize_error(request)
             return _error(request_id, _rpc_error(exc), dialect, streaming)
+        except ClientDisconnect:
+            raise  # the client left before its body arrived: the app notes it quietly
         except Exception:
             log.exception("agent-unit: unexpected error on POST /a2a")
             return _error(request_id, RpcError(INTERNAL_ERROR, _INTERNAL), dialect, streaming)
@@ -302,19 +304,12 @@ class _JsonRpc:
 
     async def _read(self, request: Request) -> Any:
         """The body as JSON, refused past ``max_body_bytes`` before it is read whole (as every route is)."""
-        limit = self.gateway.max_body_bytes
         try:
-            refuse_declared_oversize(request, limit)
+            body = await read_body(request, self.gateway.max_body_bytes)
         except PayloadTooLarge as exc:
             raise RpcError(INVALID_REQUEST, exc.message) from None
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise RpcError(INVALID_REQUEST, f"the body is over the limit of {limit:,} bytes (max_body_bytes)")
-            chunks.append(chunk)
         try:
-            return parse_json(b"".join(chunks))
+            return parse_json(body)
         except BadRequest as exc:  # not JSON, or strings that are not valid Unicode
             raise RpcError(PARSE_ERROR, exc.message) from None
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
@@ -245,7 +245,12 @@ def create_agent_unit(
     app = AgentUnit(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={AgentUnitError: _agent_unit_error, HTTPException: _http_error, Exception: _server_error},
+        exception_handlers={
+            AgentUnitError: _agent_unit_error,
+            HTTPException: _http_error,
+            ClientDisconnect: _client_gone,
+            Exception: _server_error,
+        },
     )
     app.engine = engine
     app.gateway = gateway
@@ -279,6 +284,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     response = _error(exc.status_code, code, message.get(exc.status_code, exc.detail))
     response.headers.update(exc.headers or {})  # e.g. Allow on 405
     return response
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """The client went away before its body arrived: nothing was done, and nobody reads the answer."""
+    log.debug("agent-unit: the client left %s %s before sending its whole body", request.method, request.url.path)
+    return Response(status_code=499)  # nginx's "client closed request", for access logs
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:

@@ -16,7 +16,15 @@ from starlette.requests import Request
 
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
-__all__ = ["lone_surrogate", "parse_json", "read_json", "refuse_declared_oversize", "refuse_non_json", "require_json"]
+__all__ = [
+    "lone_surrogate",
+    "parse_json",
+    "read_body",
+    "read_json",
+    "refuse_declared_oversize",
+    "refuse_non_json",
+    "require_json",
+]
 
 # A JSON escape of a UTF-16 surrogate: only a body holding one can decode to a string that
 # is not valid Unicode, so only such a body pays for the walk through its strings.
@@ -89,9 +97,9 @@ def parse_json(body: bytes) -> Any:
     return value
 
 
-async def read_json(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:
-    """The body as a JSON object; ``{}`` for an empty body when not ``required``."""
-    refuse_non_json(request)  # before a byte is read: a cross-site form never reaches the route
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body, refused (413) as soon as it passes ``limit`` bytes; Starlette's
+    ``ClientDisconnect`` if the client leaves before sending it (the app answers that quietly)."""
     refuse_declared_oversize(request, limit)
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -99,7 +107,13 @@ async def read_json(request: Request, limit: int, *, required: bool = True) -> d
         if size > limit:
             raise PayloadTooLarge(f"the body is over the limit of {limit:,} bytes (max_body_bytes)")
         chunks.append(chunk)
-    body = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:
+    """The body as a JSON object; ``{}`` for an empty body when not ``required``."""
+    refuse_non_json(request)  # before a byte is read: a cross-site form never reaches the route
+    body = await read_body(request, limit)
     if not body.strip():
         if required:
             raise BadRequest("the body is empty: send a JSON object")

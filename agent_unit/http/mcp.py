@@ -22,8 +22,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import (
     AgentNotFound,
@@ -36,7 +36,7 @@ from ..errors import (
     McpUnavailable,
 )
 from ..records import RunRecord, RunStatus
-from .bodies import refuse_declared_oversize, require_json
+from .bodies import read_body, require_json
 from .responses import JSONResponse
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def app(gateway: Gateway) -> ASGIApp:
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope)
+        request = Request(scope, receive)
         try:
             origin = request.headers.get("origin")
             if not gateway.origins.allows(origin):
@@ -136,10 +136,24 @@ def app(gateway: Gateway) -> ASGIApp:
             await gateway.authorize(request, "mcp", {})  # HTTP 401/403, so a client's auth flow sees them
             # Before the SDK, which answers both with a bare text body: the same JSON errors as every route.
             require_json(request)
-            refuse_declared_oversize(request, gateway.max_body_bytes)
+            # Read here, bounded, so a client that leaves mid-body is one quiet line, not the SDK's traceback.
+            body = await read_body(request, gateway.max_body_bytes)
         except AgentUnitError as exc:
             await JSONResponse(exc.to_dict(), status_code=exc.status)(scope, receive, send)
             return
+        except ClientDisconnect:
+            log.debug("agent-unit: the client left POST /mcp before sending its whole body")
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            """The body read above, then the connection's own messages (a disconnect)."""
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
         manager = StreamableHTTPSessionManager(
             server,
             json_response=True,
@@ -148,7 +162,7 @@ def app(gateway: Gateway) -> ASGIApp:
             max_request_body_size=gateway.max_body_bytes,
         )
         async with manager.run():
-            await manager.handle_request(scope, receive, send)
+            await manager.handle_request(scope, replay, send)
 
     return serve
 
