@@ -685,7 +685,7 @@ class RunEngine:
         else:
             code = getattr(error, "code", None)
             code = code if isinstance(code, str) else type(error).__name__
-            message = jsontext.scrub(str(error))
+            message = jsontext.message_of(error)
             record.output = None
             record.error = RunError(type=type(error).__name__, message=message, step=step and jsontext.scrub(step))
             event = ev.run_error(message, jsontext.scrub(code))

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
-__all__ = ["MAX_DEPTH", "encode", "scrub", "storable_name"]
+__all__ = ["MAX_DEPTH", "encode", "message_of", "scrub", "storable_name"]
 
 MAX_DEPTH = 100
 """How deeply arrays and objects may nest: half of pydantic's reading limit, so a value still reads
@@ -91,6 +91,16 @@ def scrub(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, scrubbed, storable whatever the exception does: one whose ``__str__`` raises
+    reads as a note naming its type, so a failure can always be journaled and reported."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a user's __str__ may raise anything
+        return f"<{type(exc).__name__}: its message could not be printed>"
+    return scrub(text) if isinstance(text, str) else f"<{type(exc).__name__}: its message is not text>"
 
 
 def storable_name(text: str) -> bool:

@@ -195,7 +195,7 @@ def _encode_error(exc: BaseException, step: str) -> dict[str, Any]:
     """The journal's record of a step's error, storable whatever the error holds (its message is
     scrubbed of lone surrogates; arguments that are not storable JSON are left out)."""
     cls = type(exc)
-    message = jsontext.scrub(str(exc))
+    message = jsontext.message_of(exc)
     error: dict[str, Any] = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": message, "step": step}
     with contextlib.suppress(*VALUE_ERRORS):  # arguments that are not JSON: rebuilt from the message
         error["args"] = json.loads(jsontext.encode(list(exc.args))[0])
@@ -231,7 +231,7 @@ def _rebuild_error(error: dict[str, Any]) -> BaseException:
                 exc = build()
             except Exception:  # noqa: BLE001 - a constructor that wants other arguments: try the next way
                 continue
-            if str(exc) == error["message"]:
+            if jsontext.message_of(exc) == error["message"]:
                 return exc
     return StepFailed(f"step {error.get('step')!r} failed: {error['type']}: {error['message']}")
 

@@ -100,3 +100,50 @@ async def test_a_failed_step_is_reported_failed_in_the_event_stream() -> None:
     assert failed["metadata"] == {"agent-unit": {"status": "failed", "error": error}}
     event = StepFinishedEvent.model_validate({k: v for k, v in failed.items() if k != "seq"})  # still AG-UI
     assert event.metadata == failed["metadata"]
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this error")
+
+
+def unprintable() -> None:
+    raise Unprintable()
+
+
+async def test_a_step_whose_error_cannot_be_printed_still_finishes_failed_and_fails_the_run() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.step("charge", unprintable)
+        return "charged"
+
+    unit = create_test_unit({"a": agent})
+    record = await unit.run("a")
+    assert record.status == RunStatus.failed and record.error is not None
+    assert record.error.type == "Unprintable" and record.error.step == "charge"
+    events = await unit.events(record.id)
+    assert [e["type"] for e in events] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "RUN_ERROR"]
+    failed = events[2]["metadata"]["agent-unit"]
+    assert failed["status"] == "failed" and failed["error"]["type"] == "Unprintable"
+    assert "could not be printed" in failed["error"]["message"] == events[3]["message"]
+
+
+async def test_an_unprintable_step_error_the_agent_catches_replays_as_the_same_type(sqlite_path: Path) -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        try:
+            await run.step("charge", unprintable)
+        except Unprintable:
+            answer = await run.interrupt("retry?", None)
+            return f"declined, {answer}"
+        return "charged"
+
+    first = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))
+    parked = await first.run("a")
+    assert parked.status == RunStatus.interrupted
+    await first.close()
+    await first.store.close()
+    second = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))  # the error is rebuilt from the journal
+    done = await second.resume(parked.id, "no")
+    assert done.status == RunStatus.completed and done.output == "declined, no"
+    await second.close()
