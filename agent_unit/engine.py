@@ -173,7 +173,7 @@ class RunEngine:
     async def get(self, run_id: str) -> RunRecord:
         record = await self.store.load_run(run_id) if jsontext.storable_name(run_id) else None
         if record is None:
-            raise RunNotFound(f"run {jsontext.scrub(repr(run_id))} does not exist")
+            raise RunNotFound(f"run {jsontext.shown(run_id)} does not exist")
         return record
 
     async def list(
@@ -190,16 +190,16 @@ class RunEngine:
                 status = RunStatus(status)
             except ValueError:
                 raise InvalidArgument(
-                    f"unknown status {jsontext.scrub(repr(status))}: use one of {', '.join(s.value for s in RunStatus)}"
+                    f"unknown status {jsontext.shown(status)}: use one of {', '.join(s.value for s in RunStatus)}"
                 ) from None
         _check_thread_id(thread_id)
         if agent is not None and not jsontext.storable_name(agent):
-            raise InvalidArgument(f"no agent can be named {jsontext.scrub(repr(agent))}")
+            raise InvalidArgument(f"no agent can be named {jsontext.shown(agent)}")
         return await self.store.list_runs(status=status, agent=agent, thread_id=thread_id, limit=limit, cursor=cursor)
 
     async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         if not jsontext.storable_name(run_id):
-            raise RunNotFound(f"run {jsontext.scrub(repr(run_id))} does not exist")
+            raise RunNotFound(f"run {jsontext.shown(run_id)} does not exist")
         return await self.store.read_events(run_id, after=after, limit=limit)
 
     def executing(self) -> dict[str, asyncio.Task[None]]:
@@ -228,7 +228,7 @@ class RunEngine:
         definition = self.agents.get(agent)
         if definition is None:
             known = ", ".join(sorted(self.agents)) or "none"
-            raise AgentNotFound(f"no agent named {jsontext.scrub(repr(agent))} (agents: {known})")
+            raise AgentNotFound(f"no agent named {jsontext.shown(agent)} (agents: {known})")
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
         now = self.clock.time()
@@ -836,9 +836,8 @@ def _check_thread_id(thread_id: Any) -> None:
     if thread_id is None or thread_id == "":
         return
     if not isinstance(thread_id, str) or len(thread_id) > MAX_THREAD_ID or not thread_id.isprintable():
-        shown = jsontext.scrub(repr(thread_id))
         raise InvalidArgument(
-            f"thread_id {shown[:80]}{'...' if len(shown) > 80 else ''} is not a thread id: "
+            f"thread_id {jsontext.shown(thread_id)} is not a thread id: "
             f"use at most {MAX_THREAD_ID} printable characters (no control characters or lone surrogates)"
         )
 

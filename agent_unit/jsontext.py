@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
-__all__ = ["MAX_DEPTH", "encode", "message_of", "scrub", "storable_name"]
+__all__ = ["MAX_DEPTH", "encode", "message_of", "scrub", "shown", "storable_name"]
 
 MAX_DEPTH = 100
 """How deeply arrays and objects may nest: half of pydantic's reading limit, so a value still reads
@@ -101,6 +101,15 @@ def message_of(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001 - a user's __str__ may raise anything
         return f"<{type(exc).__name__}: its message could not be printed>"
     return scrub(text) if isinstance(text, str) else f"<{type(exc).__name__}: its message is not text>"
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` as an error message quotes what a request sent: scrubbed, and cut past
+    ``limit`` characters, so a 10 KB id is not echoed back whole."""
+    text = scrub(repr(value))
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def storable_name(text: str) -> bool:

@@ -572,3 +572,20 @@ async def test_a_content_length_too_long_for_int_is_a_413_not_a_500(http: httpx.
         assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large", path
     a2a = await http.post("/a2a", content=b"{}", headers=headers)
     assert a2a.json()["error"]["code"] == -32600 and "max_body_bytes" in a2a.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/runs/{long}"),
+        ("GET", "/runs/{long}/events"),
+        ("POST", "/runs/{long}/cancel"),
+        ("POST", "/agents/{long}/runs"),
+    ],
+)
+async def test_a_huge_id_in_a_request_is_not_echoed_back_whole(http: httpx.AsyncClient, method: str, path: str) -> None:
+    long = "r" * 10_000
+    response = await http.request(method, path.format(long=long), json={"input": {"order_id": "o"}})
+    assert 400 <= response.status_code < 500
+    message = response.json()["error"]["message"]
+    assert len(message) < 300 and "10,002 characters" in message, message

@@ -30,6 +30,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import jsontext
 from ..answers import check_answer
 from ..errors import (
     AgentNotFound,
@@ -170,7 +171,7 @@ def card(gateway: Gateway) -> ASGIApp:
         await gateway.authorize(request, "manifest", {})
         agents = gateway.agents
         if agent is not None and agent not in agents:
-            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
+            raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
         if not gateway.public_url:
             raise PublicUrlMissing(
                 "the agent card needs this deployment's own URL: set AGENT_UNIT_URL (or public_url=) "
@@ -248,7 +249,9 @@ class _JsonRpc:
         scoped = _scope(request)
         if scoped is not None and scoped not in self.engine.agents:
             await self._authorize_error(request)
-            raise AgentNotFound(f"no agent named {scoped!r}: GET /agents lists them")  # no such endpoint: a 404
+            raise AgentNotFound(
+                f"no agent named {jsontext.shown(scoped)}: GET /agents lists them"
+            )  # no such endpoint: a 404
         try:
             require_json(request)
             payload = await self._read(request)

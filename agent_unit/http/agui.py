@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import jsontext
 from ..agent import Agent
 from ..errors import (
     AgentNotFound,
@@ -127,7 +128,7 @@ class _AgUi:
         await self.gateway.authorize(request, "start", {"agent": agent, "thread_id": thread_id})
         definition = self.gateway.agents.get(agent)
         if definition is None:
-            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
+            raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
         # A buffered host (Lambda) freezes once it answers: the gateway runs it until it parks, ends or yields.
         record = await self.gateway.start(agent, agent_input(definition, run_input), thread_id=thread_id)
         return self.stream(record, run_input.run_id, after=0)

@@ -23,7 +23,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from .. import env
+from .. import env, jsontext
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
@@ -376,7 +376,7 @@ class _Routes:
         # an unknown agent is authorized as if it existed: a refusal is the same for both
         await self.guard(request, "start", {"agent": agent, "thread_id": thread_id})
         if agent not in self.engine.agents:
-            raise AgentNotFound(f"no agent named {agent!r}: GET /agents lists them")
+            raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
         if _wants_stream(request):
             record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id)
             return self._stream(record.id, after=0)
