@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -589,3 +591,28 @@ async def test_a_huge_id_in_a_request_is_not_echoed_back_whole(http: httpx.Async
     assert 400 <= response.status_code < 500
     message = response.json()["error"]["message"]
     assert len(message) < 300 and "10,002 characters" in message, message
+
+
+async def test_following_a_finished_run_ends_after_its_last_event(http: httpx.AsyncClient) -> None:
+    parked = await start_parked(http)
+    done = await http.post(f"/runs/{parked['id']}/resume?wait=1", json={"answer": {"approved": True}})
+    assert done.json()["status"] == "completed"
+    with anyio.fail_after(10):  # a stream that never closed would hang here
+        response = await http.get(f"/runs/{parked['id']}/events?follow=1")
+    assert [e["type"] for e in sse(response.text)][-1] == "RUN_FINISHED"
+
+
+async def test_a_follower_of_a_parked_run_stays_until_the_run_ends(http: httpx.AsyncClient) -> None:
+    parked = await start_parked(http)
+
+    async def follow() -> list[str]:
+        response = await http.get(f"/runs/{parked['id']}/events?follow=1")
+        return [e["type"] for e in sse(response.text)]
+
+    with anyio.fail_after(10):
+        follower = asyncio.ensure_future(follow())
+        await asyncio.sleep(0.3)
+        assert not follower.done()  # parked: a follower waits for more
+        await http.post(f"/runs/{parked['id']}/resume", json={"answer": {"approved": True}})
+        seen = await follower
+    assert seen[-1] == "RUN_FINISHED" and "RUN_INTERRUPTED" in seen

@@ -2,7 +2,7 @@
 
 The REST route frames these as SSE messages (``id`` = seq), A2A turns them into task updates
 and AG-UI into one AG-UI run; each translates the stored event itself, and none reads SSE
-text back. A stream ends when the run parks or ends (unless it follows), and yields a
+text back. A stream ends when the run ends, or parks (unless it follows), and yields a
 :data:`KEEP_ALIVE` marker when nothing happened for ``keepalive`` seconds, so the protocol
 can write whatever its transport needs to keep the connection open.
 """
@@ -46,7 +46,7 @@ async def read_stream(
     stop: asyncio.Event,
     once: bool = False,
 ) -> AsyncGenerator[StreamItem, None]:
-    """The run's events after ``after``, until it parks or ends (or ``stop``), with keep-alives.
+    """The run's events after ``after``, until it ends, or parks unless ``follow`` (or ``stop``), with keep-alives.
 
     ``once``: the events stored so far, then the end (hosts that buffer a response, like AWS
     Lambda's Python runtime, could not send a stream that waits; the client reconnects with
@@ -68,8 +68,9 @@ async def read_stream(
         for event in events:
             yield event
             after = event.seq
-        if not follow and record.status in PARKED and len(events) < _PAGE:
-            return  # it was parked or ended before this read, so the read got everything up to now
+        ended = record.status in FINISHED or (not follow and record.status in PARKED)
+        if ended and len(events) < _PAGE:
+            return  # it ended (or parked) before this read, so the read got everything up to now
         if events:
             idle = 0.0
             continue
