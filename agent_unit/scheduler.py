@@ -10,8 +10,8 @@ finished tick again.
 A claim is a lease: its holder renews it while the handler runs (every third of
 :data:`TICK_LEASE`) and records the tick as done when the handler returns or raises (the
 error is logged: a failing tick is not retried). A server killed mid-handler stops renewing;
-once its lease lapses, the next scheduler to look (each looks at every tick of a task and at
-least once a lease) takes the tick over, exactly one of them, and runs the handler again. So
+once its lease lapses, the next scheduler to look (each looks at every tick of its tasks, and
+at least once a lease) takes the tick over, exactly one of them, and runs the handler again. So
 a handler runs at least once, and twice only after a crash: it must tolerate running again
 for the same tick.
 
