@@ -4,7 +4,9 @@
 
 Each line on stdin is a time (epoch seconds): the clock moves there, the scheduler ticks and
 waits for the handlers it won, and the process answers ``ticked N`` (the ticks it won).
-The task ``beat`` runs every minute; its handler appends ``task tick pid`` to LEDGER.
+The task ``beat`` runs every minute; its handler appends ``task tick pid`` to LEDGER. With
+``HANG=1`` in its environment the handler never returns once it has written its line (a server
+to kill mid-handler).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from datetime import datetime, timedelta
 
 from agent_unit import create_agent_unit
@@ -21,6 +24,8 @@ from agent_unit.clock import ManualClock
 def beat(name: str, scheduled_at: datetime) -> None:
     with open(os.environ["LEDGER"], "a") as ledger:  # one short append per line: never interleaved
         ledger.write(f"{name} {scheduled_at.isoformat()} {os.getpid()}\n")
+    if os.environ.get("HANG") == "1":
+        time.sleep(3600)
 
 
 async def main(store: str) -> None:

@@ -5,10 +5,13 @@ an event stream whose store goes away ends cleanly, for the client to reconnect.
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -166,3 +169,53 @@ def test_the_sync_client_following_a_stream_cut_short_by_a_store_outage_reconnec
     finally:
         server.stop()
         store.stop()
+
+
+ticks_ran: list[datetime] = []
+
+
+async def record_tick(name: str, scheduled_at: datetime) -> None:
+    ticks_ran.append(scheduled_at)
+
+
+class ShiftedClock:
+    """Real time, shifted so that ``moment`` comes ``after`` seconds from now: the scheduler's own
+    loop meets a tick in a fraction of a second."""
+
+    manual = False
+
+    def __init__(self, moment: datetime, after: float) -> None:
+        self.offset = moment.timestamp() - (time.time() + after)
+
+    def time(self) -> float:
+        return time.time() + self.offset
+
+
+async def test_a_tick_due_while_the_sqlite_file_stays_locked_runs_once_the_lock_clears(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agent_unit.scheduler import Scheduler
+    from agent_unit.stores.sqlite import SQLiteStore
+
+    ticks_ran.clear()
+    eight = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+    store = SQLiteStore(tmp_path / "runs.db", busy_timeout_ms=300)  # a lock outlasts the store's own waiting
+    tasks = {"digest": {"schedule": "0 8 * * *", "handler": f"{__name__}:record_tick"}}
+    scheduler = Scheduler(tasks, store, clock=ShiftedClock(eight, after=0.5))
+    with caplog.at_level(logging.INFO, logger="agent_unit.scheduler"):
+        with write_lock(Path(store.path)):  # held across 08:00, ten times longer than busy_timeout
+            loop = asyncio.ensure_future(scheduler.run_forever())
+            await asyncio.sleep(3)
+            assert ticks_ran == [] and scheduler.retrying
+        deadline = time.monotonic() + 60
+        while not ticks_ran:  # the next try, within the backoff's few seconds
+            assert time.monotonic() < deadline, caplog.text
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+    assert ticks_ran == [eight]
+    assert "the scheduler cannot use the store (the sqlite store stayed locked" in caplog.text
+    assert "waiting to be claimed: digest at 2026-03-02T08:00:00+00:00" in caplog.text
+    assert "the scheduler can use the store again" in caplog.text
+    await store.close()

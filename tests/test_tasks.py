@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from agent_unit import create_agent_unit
 from agent_unit.clock import ManualClock
-from agent_unit.errors import ConfigError, TaskError
+from agent_unit.errors import ConfigError, StoreUnavailable, TaskError
 from agent_unit.scheduler import Scheduler
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.tasks import Task, load_handler, run_task, tasks_from_config
@@ -166,6 +166,89 @@ async def test_a_failing_handler_is_logged_with_its_own_lines_and_the_next_tick_
     assert 'raise RuntimeError("the mail server is down")' in first.getMessage()
     assert "RuntimeError: the mail server is down" in first.getMessage()
     assert "agent_unit/" not in first.getMessage()
+
+
+class FlakyStore(MemoryStore):
+    """A memory store that is unavailable while ``down``, as a locked file or a lost network is."""
+
+    down = False
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        if self.down:
+            raise StoreUnavailable("the store stayed locked by another process for 5 s")
+        return await super().claim_tick(task, scheduled_at, owner, now=now, expires=expires)
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        if self.down:
+            raise StoreUnavailable("the store stayed locked by another process for 5 s")
+        return await super().lapsed_ticks(task, since=since, now=now)
+
+
+async def test_a_tick_whose_claimant_died_mid_handler_runs_again_once_after_its_lease_lapses(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, clock = MemoryStore(), ManualClock(T0 + timedelta(seconds=5))
+    # a server claimed the 08:00 tick and was killed inside its handler: the claim is never finished
+    assert await store.claim_tick("digest", T0.timestamp(), "killed", now=clock.time(), expires=clock.time() + 60)
+    first = Scheduler(tasks(digest="0 8 * * *"), store, clock=clock, owner="first")
+    second = Scheduler(tasks(digest="0 8 * * *"), store, clock=clock, owner="second")
+    assert await first.tick(wait=True) == []  # its lease still runs: the claimant may be alive
+    clock.advance(timedelta(seconds=61))
+    with caplog.at_level(logging.WARNING, logger="agent_unit.scheduler"):
+        won = await asyncio.gather(first.tick(wait=True), second.tick(wait=True))
+    assert sorted(won, key=len) == [[], [("digest", T0)]]  # taken over by exactly one
+    assert "stopped before it finished: running it again" in caplog.text
+    clock.advance(timedelta(minutes=10))
+    restarted = Scheduler(tasks(digest="0 8 * * *"), store, clock=clock, owner="restarted")
+    assert await restarted.tick(wait=True) == [] and await first.tick(wait=True) == []  # finished: never again
+    assert LEDGER == [("digest", T0)]
+
+
+async def test_a_handler_that_raises_finishes_its_tick_so_it_is_not_run_again() -> None:
+    store, clock = MemoryStore(), ManualClock(T0)
+    failing = tasks_from_config({"mail": {"schedule": "0 8 * * *", "handler": f"{__name__}:fail"}})
+    assert await Scheduler(failing, store, clock=clock).tick(wait=True) == [("mail", T0)]
+    clock.advance(timedelta(minutes=5))
+    assert await store.lapsed_ticks("mail", since=T0.timestamp(), now=clock.time()) == []
+    assert await Scheduler(failing, store, clock=clock).tick(wait=True) == []
+
+
+async def test_a_claim_the_store_cannot_take_is_tried_again_and_the_tick_runs_once_it_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, clock = FlakyStore(), ManualClock(T0 + timedelta(seconds=1))
+    scheduler = Scheduler(tasks(digest="0 8 * * *"), store, clock=clock)
+    store.down = True  # e.g. another process holds the SQLite file's write lock across 08:00
+    with caplog.at_level(logging.INFO, logger="agent_unit.scheduler"):
+        assert await scheduler.tick(wait=True) == []
+        assert scheduler.retrying
+        clock.advance(timedelta(seconds=20))
+        assert await scheduler.tick(wait=True) == []
+        store.down = False
+        clock.advance(timedelta(seconds=20))
+        assert await scheduler.tick(wait=True) == [("digest", T0)]
+    assert not scheduler.retrying
+    assert await scheduler.tick(wait=True) == []
+    assert LEDGER == [("digest", T0)]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1  # one line per outage, not one per try
+    assert "cannot use the store" in warnings[0] and "waiting to be claimed: digest at 2026-03-02T08:00" in warnings[0]
+    assert "can use the store again" in caplog.text
+
+
+async def test_a_tick_the_store_could_not_take_within_catch_up_is_skipped_with_a_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, clock = FlakyStore(), ManualClock(T0 + timedelta(seconds=1))
+    scheduler = Scheduler(tasks(digest="0 8 * * *"), store, clock=clock, catch_up=timedelta(minutes=10))
+    store.down = True
+    assert await scheduler.tick(wait=True) == []
+    clock.advance(timedelta(minutes=11))
+    store.down = False
+    with caplog.at_level(logging.WARNING, logger="agent_unit.scheduler"):
+        assert await scheduler.tick(wait=True) == []
+    assert "was never claimed: the store was unavailable for longer than catch_up (0:10:00)" in caplog.text
+    assert LEDGER == []
 
 
 def test_a_server_starts_its_scheduler_in_the_lifespan_and_runs_the_current_tick() -> None:

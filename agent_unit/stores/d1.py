@@ -57,7 +57,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS state (scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
     "PRIMARY KEY (scope, key)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS ticks (task TEXT NOT NULL, scheduled_at REAL NOT NULL, owner TEXT NOT NULL, "
-    "PRIMARY KEY (task, scheduled_at)) WITHOUT ROWID",
+    "expires REAL, done INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (task, scheduled_at)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS guard (failure TEXT NOT NULL, "
     "CONSTRAINT agent_unit_conflict CHECK (failure <> 'conflict'), "
     "CONSTRAINT agent_unit_missing CHECK (failure <> 'missing'), "
@@ -127,6 +127,9 @@ class D1Store:
                 if "no such table" in message and attempt == 1:
                     await self._create_tables()
                     continue
+                if "no such column" in message and attempt == 1:  # a ticks table from before leases
+                    await self._add_tick_columns()
+                    continue
                 raise _error(message, self.url, run_id) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -135,6 +138,19 @@ class D1Store:
             await self.database.batch([self.database.prepare(sql) for sql in _SCHEMA])
         except Exception as exc:  # noqa: BLE001 - a JavaScript error from the binding
             raise unavailable("d1", "cannot be used", url=self.url, detail=str(exc)) from None
+
+    async def _add_tick_columns(self) -> None:
+        """Give a ticks table from before leases its two columns: its claims have no expiry and
+        never lapse. Another Worker may have added them first."""
+        for sql in (
+            "ALTER TABLE ticks ADD COLUMN expires REAL",
+            "ALTER TABLE ticks ADD COLUMN done INTEGER NOT NULL DEFAULT 0",
+        ):
+            try:
+                await self.database.prepare(sql).run()
+            except Exception as exc:  # noqa: BLE001 - a JavaScript error from the binding
+                if "duplicate column" not in str(exc):
+                    raise unavailable("d1", "cannot be used", url=self.url, detail=str(exc)) from None
 
     def _inserts(self, run_id: str, journal: Sequence[JournalEntry], events: Sequence[str]) -> list[tuple[Any, ...]]:
         """The statements that write ``journal`` and ``events``, then read the run's last seq."""
@@ -267,20 +283,59 @@ class D1Store:
     async def close(self) -> None:
         """Nothing to close: the binding belongs to the Worker."""
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+    # -- scheduled tasks: one claim per (task, tick), a lease until finished -----------------
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        """Insert the claim, or take over one whose lease lapsed (a claim without an expiry never lapses)."""
         results = await self._batch(
             [
                 (
-                    "INSERT INTO ticks (task, scheduled_at, owner) VALUES (?, ?, ?) "
-                    "ON CONFLICT (task, scheduled_at) DO NOTHING RETURNING owner",
+                    "INSERT INTO ticks (task, scheduled_at, owner, expires) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (task, scheduled_at) DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+                    "WHERE ticks.done = 0 AND ticks.expires < ? RETURNING owner",
                     task,
                     scheduled_at,
                     owner,
+                    expires,
+                    now,
                 ),
                 ("DELETE FROM ticks WHERE task = ? AND scheduled_at < ?", task, scheduled_at - TICK_MEMORY),
             ]
         )
         return bool(results[0])
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        return bool(
+            await self._rows(
+                "UPDATE ticks SET expires = ? WHERE task = ? AND scheduled_at = ? AND owner = ? AND done = 0 "
+                "RETURNING owner",
+                expires,
+                task,
+                scheduled_at,
+                owner,
+            )
+        )
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        return bool(
+            await self._rows(
+                "UPDATE ticks SET done = 1 WHERE task = ? AND scheduled_at = ? AND owner = ? AND done = 0 "
+                "RETURNING owner",
+                task,
+                scheduled_at,
+                owner,
+            )
+        )
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        rows = await self._rows(
+            "SELECT scheduled_at FROM ticks WHERE task = ? AND scheduled_at >= ? AND done = 0 AND expires < ? "
+            "ORDER BY scheduled_at",
+            task,
+            since,
+            now,
+        )
+        return [float(row["scheduled_at"]) for row in rows]
 
 
 def _row(record: RunRecord) -> tuple[Any, ...]:

@@ -69,7 +69,7 @@ _INDEX_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS state (scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
     "PRIMARY KEY (scope, key))",
     "CREATE TABLE IF NOT EXISTS ticks (task TEXT NOT NULL, at REAL NOT NULL, owner TEXT NOT NULL, "
-    "PRIMARY KEY (task, at))",
+    "expires REAL, done INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (task, at))",
 )
 _MAX_INT = 2**63 - 1
 RELIST_AFTER = 60.0
@@ -244,6 +244,10 @@ class IndexStorage:
         self.sql = storage.sql
         for statement in _INDEX_SCHEMA:
             self.sql.exec(statement)
+        if "done" not in {row["name"] for row in _rows(self.sql.exec("PRAGMA table_info(ticks)"))}:
+            # a ticks table from before leases: its claims have no expiry and never lapse
+            self.sql.exec("ALTER TABLE ticks ADD COLUMN expires REAL")
+            self.sql.exec("ALTER TABLE ticks ADD COLUMN done INTEGER NOT NULL DEFAULT 0")
 
     def put_run(self, obj: str, row: Sequence[Any]) -> None:
         """Keep the newest copy: a save that arrives after a later one changes nothing."""
@@ -293,14 +297,46 @@ class IndexStorage:
     def delete_state(self, scope: str, key: str) -> None:
         self.sql.exec("DELETE FROM state WHERE scope = ? AND key = ?", scope, key)
 
-    def claim_tick(self, task: str, at: float, owner: str) -> bool:
+    def claim_tick(self, task: str, at: float, owner: str, now: float, expires: float) -> bool:
         self.sql.exec("DELETE FROM ticks WHERE task = ? AND at < ?", task, at - TICK_MEMORY)
         found = _rows(
             self.sql.exec(
-                "INSERT OR IGNORE INTO ticks (task, at, owner) VALUES (?, ?, ?) RETURNING 1 AS x", task, at, owner
+                "INSERT INTO ticks (task, at, owner, expires) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (task, at) DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+                "WHERE ticks.done = 0 AND ticks.expires < ? RETURNING 1 AS x",
+                task,
+                at,
+                owner,
+                expires,
+                now,
             )
         )
         return bool(found)
+
+    def hold_tick(self, task: str, at: float, owner: str, expires: float | None) -> bool:
+        """Renew the owner's claim to ``expires``, or finish it when ``expires`` is None."""
+        change = "done = 1" if expires is None else "expires = ?"
+        found = _rows(
+            self.sql.exec(
+                f"UPDATE ticks SET {change} WHERE task = ? AND at = ? AND owner = ? AND done = 0 RETURNING 1 AS x",
+                *(() if expires is None else (expires,)),
+                task,
+                at,
+                owner,
+            )
+        )
+        return bool(found)
+
+    def lapsed_ticks(self, task: str, since: float, now: float) -> list[float]:
+        rows = _rows(
+            self.sql.exec(
+                "SELECT at FROM ticks WHERE task = ? AND at >= ? AND done = 0 AND expires < ? ORDER BY at",
+                task,
+                since,
+                now,
+            )
+        )
+        return [float(row["at"]) for row in rows]
 
     async def call(self, op: str, args: dict[str, Any]) -> Any:
         """One RPC from another object or the Worker (``op`` is one of this class's methods)."""
@@ -310,7 +346,19 @@ class IndexStorage:
 
 
 _INDEX_OPS = frozenset(
-    {"add_run", "put_run", "drop_run", "object_of", "list_runs", "get_state", "set_state", "delete_state", "claim_tick"}
+    {
+        "add_run",
+        "put_run",
+        "drop_run",
+        "object_of",
+        "list_runs",
+        "get_state",
+        "set_state",
+        "delete_state",
+        "claim_tick",
+        "hold_tick",
+        "lapsed_ticks",
+    }
 )
 _ERRORS: dict[str, type[Exception]] = {
     cls.__name__: cls for cls in (LeaseLost, RunConflict, RunNotFound, StoreValueError, StoreUnavailable)
@@ -542,8 +590,19 @@ class DurableObjectsStore:
     async def close(self) -> None:
         pass
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
-        return bool(await self.index("claim_tick", task=task, at=scheduled_at, owner=owner))
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        found = await self.index("claim_tick", task=task, at=scheduled_at, owner=owner, now=now, expires=expires)
+        return bool(found)
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        return bool(await self.index("hold_tick", task=task, at=scheduled_at, owner=owner, expires=expires))
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        return bool(await self.index("hold_tick", task=task, at=scheduled_at, owner=owner, expires=None))
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        found = await self.index("lapsed_ticks", task=task, since=since, now=now)
+        return [float(at) for at in found or []]
 
     # -- serving another object's calls for this object's run ------------------------------
 

@@ -603,26 +603,70 @@ class DynamoDBStore:
     async def close(self) -> None:
         self._client.close()
 
-    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+    # -- scheduled tasks: one claim per (task, tick), a lease until finished -----------------
+    # A claim is the item ``tick#{task}``/``t#{scheduled_at!r}``: owner, lease (its expiry), done
+    # once finished, and ``expires`` (epoch seconds) for a table whose TTL is on that attribute.
+    # An item from before leases has no lease and never lapses. Between 2001 and 2286 an epoch
+    # has ten digits before the point, so the sort keys order as the times do and the lapsed
+    # claims since a time are one key range.
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
-        """A conditional put (``attribute_not_exists``) of ``tick#{task}``/``t#{scheduled_at}``.
+    @staticmethod
+    def _tick_key(task: str, scheduled_at: float) -> dict[str, Any]:
+        return {"pk": _s(f"tick#{task}"), "sk": _s(f"t#{scheduled_at!r}")}
 
-        The item carries ``expires`` (epoch seconds), for a table whose TTL is on that attribute.
-        """
-        from botocore.exceptions import ClientError
-
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        """A conditional put: the tick is unclaimed, or its claim is unfinished and its lease lapsed."""
         item = {
-            "pk": _s(f"tick#{task}"),
-            "sk": _s(f"t#{scheduled_at!r}"),
+            **self._tick_key(task, scheduled_at),
             "owner": _s(owner),
+            "lease": _n(float(expires)),
             "expires": _n(int(scheduled_at + TICK_MEMORY)),
         }
+        return await self._conditional(
+            "put_item",
+            Item=item,
+            ConditionExpression="attribute_not_exists(pk) OR (lease < :now AND attribute_not_exists(done))",
+            ExpressionAttributeValues={":now": _n(float(now))},
+        )
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        return await self._hold_tick(task, scheduled_at, owner, "SET lease = :value", _n(float(expires)))
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        return await self._hold_tick(task, scheduled_at, owner, "SET done = :value", {"BOOL": True})
+
+    async def _hold_tick(self, task: str, at: float, owner: str, update: str, value: dict[str, Any]) -> bool:
+        return await self._conditional(
+            "update_item",
+            Key=self._tick_key(task, at),
+            UpdateExpression=update,
+            ConditionExpression="#owner = :owner AND attribute_exists(lease) AND attribute_not_exists(done)",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":owner": _s(owner), ":value": value},
+        )
+
+    async def _conditional(self, operation: str, **params: Any) -> bool:
+        """A conditional write: False when its condition failed."""
+        from botocore.exceptions import ClientError
+
         try:
-            condition = "attribute_not_exists(pk)"
-            await self._call("put_item", TableName=self.table, Item=item, ConditionExpression=condition)
+            await self._call(operation, TableName=self.table, **params)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False
             raise
         return True
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        items = await self._query(
+            KeyConditionExpression="pk = :pk AND sk >= :since",
+            FilterExpression="attribute_not_exists(done) AND lease < :now",
+            ExpressionAttributeValues={
+                ":pk": _s(f"tick#{task}"),
+                ":since": _s(f"t#{float(since)!r}"),
+                ":now": _n(float(now)),
+            },
+            ProjectionExpression="sk",
+            ConsistentRead=True,
+        )
+        return sorted(float(item["sk"]["S"][2:]) for item in items)

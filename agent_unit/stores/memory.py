@@ -38,7 +38,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}
         self._state: dict[tuple[str, str], str] = {}
-        self._ticks: dict[str, dict[float, str]] = {}
+        self._ticks: dict[str, dict[float, _Claim]] = {}
 
     def _write(self, run: _Run, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
         check_writes(journal, events)
@@ -160,13 +160,39 @@ class MemoryStore:
     async def close(self) -> None:
         pass
 
-    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+    # -- scheduled tasks: one claim per (task, tick), a lease until finished -----------------
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
         ticks = self._ticks.setdefault(task, {})
-        if scheduled_at in ticks:
+        held = ticks.get(scheduled_at)
+        if held is not None and (held.done or held.expires >= now):
             return False
         for old in [at for at in ticks if at < scheduled_at - TICK_MEMORY]:
             del ticks[old]
-        ticks[scheduled_at] = owner
+        ticks[scheduled_at] = _Claim(owner, expires)
         return True
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        held = self._ticks.get(task, {}).get(scheduled_at)
+        if held is None or held.done or held.owner != owner:
+            return False
+        held.expires = expires
+        return True
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        held = self._ticks.get(task, {}).get(scheduled_at)
+        if held is None or held.done or held.owner != owner:
+            return False
+        held.done = True
+        return True
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        ticks = self._ticks.get(task, {})
+        return sorted(at for at, held in ticks.items() if at >= since and not held.done and held.expires < now)
+
+
+@dataclass
+class _Claim:
+    owner: str
+    expires: float
+    done: bool = False

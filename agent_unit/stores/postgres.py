@@ -85,6 +85,10 @@ MIGRATIONS: tuple[str, ...] = (
       PRIMARY KEY (task, scheduled_at)
     );
     """,
+    # a tick's claim is a lease until finished: a claim made before has no expiry and never lapses
+    """
+    ALTER TABLE agent_unit_ticks ADD COLUMN expires double precision, ADD COLUMN done boolean NOT NULL DEFAULT false;
+    """,
 )
 
 _COLUMNS = ", ".join(RUN_COLUMNS)
@@ -395,17 +399,52 @@ class PostgresStore:
         await self._listener.close()
         await self._pool.close()
 
-    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+    # -- scheduled tasks: one claim per (task, tick), a lease until finished -----------------
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
-        """``INSERT … ON CONFLICT DO NOTHING``, forgetting the task's old claims in the same statement."""
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        """An upsert that takes over only a lapsed unfinished claim, forgetting the task's old
+        claims in the same statement."""
         rows = await self._fetch(
             "WITH old AS (DELETE FROM agent_unit_ticks WHERE task = %(task)s AND scheduled_at < %(before)s) "
-            "INSERT INTO agent_unit_ticks (task, scheduled_at, owner) VALUES (%(task)s, %(at)s, %(owner)s) "
-            "ON CONFLICT DO NOTHING RETURNING 1",
-            {"task": task, "at": scheduled_at, "owner": owner, "before": scheduled_at - TICK_MEMORY},
+            "INSERT INTO agent_unit_ticks AS t (task, scheduled_at, owner, expires) "
+            "VALUES (%(task)s, %(at)s, %(owner)s, %(expires)s) "
+            "ON CONFLICT (task, scheduled_at) DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+            "WHERE NOT t.done AND t.expires < %(now)s RETURNING 1",
+            {
+                "task": task,
+                "at": scheduled_at,
+                "owner": owner,
+                "expires": expires,
+                "now": now,
+                "before": scheduled_at - TICK_MEMORY,
+            },
         )
         return bool(rows)
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        rows = await self._fetch(
+            "UPDATE agent_unit_ticks SET expires = %s WHERE task = %s AND scheduled_at = %s AND owner = %s "
+            "AND NOT done RETURNING 1",
+            (expires, task, scheduled_at, owner),
+        )
+        return bool(rows)
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        rows = await self._fetch(
+            "UPDATE agent_unit_ticks SET done = true WHERE task = %s AND scheduled_at = %s AND owner = %s "
+            "AND NOT done RETURNING 1",
+            (task, scheduled_at, owner),
+        )
+        return bool(rows)
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        rows = await self._fetch(
+            "SELECT scheduled_at FROM agent_unit_ticks WHERE task = %s AND scheduled_at >= %s AND NOT done "
+            "AND expires < %s ORDER BY scheduled_at",
+            (task, since, now),
+            read=True,
+        )
+        return [float(row[0]) for row in rows]
 
 
 async def _migrate(conn: Any) -> None:

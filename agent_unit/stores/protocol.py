@@ -7,8 +7,9 @@
 - Event seqs are minted inside the write that stores them: strictly increasing per run,
   never repeated, never reused after a restart.
 - Journal entries are unique per ``(run, key)``: a second write of a key is a conflict.
-- ``claim_tick`` is an insert-if-absent on ``(task, scheduled_at)``: one caller wins each tick
-  of a scheduled task, however many servers share the store.
+- ``claim_tick`` is an atomic conditional write on ``(task, scheduled_at)``: one caller at a time
+  holds each tick of a scheduled task, however many servers share the store; a claim is a lease
+  that its holder renews and finishes, and a lapsed unfinished claim is taken over by one caller.
 - ``load_journal`` is one round trip; ``due_runs`` reads an index on ``due_at``, so the
   sweep's cost follows the runs that are due, not all runs.
 
@@ -128,11 +129,30 @@ class Store(Protocol):
 
     # -- scheduled tasks -------------------------------------------------------------------
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
-        """Claim one tick of a scheduled task: True for exactly one caller per ``(task,
-        scheduled_at)`` across every process over the store, False for all the others.
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        """Claim one tick of a scheduled task for ``owner`` until ``expires``: True for exactly one
+        caller, False for all the others, across every process over the store.
 
-        An atomic insert-if-absent (never a read then a write). A claim is remembered for
-        :data:`TICK_MEMORY` after its tick; older claims may be forgotten.
+        A claim wins when the tick was never claimed, or when its claim is unfinished and its lease
+        lapsed (the claim's ``expires`` is before ``now``): the takeover of a claimant that died. An
+        atomic conditional write (never a read then a write), so among racers exactly one wins. A
+        finished tick is never claimed again. A claim is remembered for :data:`TICK_MEMORY` after
+        its tick; older claims may be forgotten.
         """
+        ...
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        """Extend ``owner``'s unfinished claim to ``expires``; False (nothing written) if ``owner``
+        no longer holds it: it was taken over, finished or forgotten."""
+        ...
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        """Record the tick as done, so no caller claims it again; False (nothing written) if
+        ``owner`` no longer holds an unfinished claim on it."""
+        ...
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        """The ticks of ``task`` at or after ``since`` whose claim is unfinished and whose lease
+        lapsed before ``now``, oldest first: the ones to try :meth:`claim_tick` on again (another
+        caller may take one first)."""
         ...

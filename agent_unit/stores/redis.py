@@ -153,6 +153,48 @@ return {0}
 )
 
 
+# Scheduled tasks: a tick's claim is the hash ``tick:{task}:{at}`` (owner, expires, done); a
+# string there is a claim from before leases, which never lapses. ``ticks-open:{task}`` holds the
+# unfinished claims by tick, so listing the lapsed ones reads only those.
+_CLAIM_TICK = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'string' then return 0 end
+if kind == 'hash' then
+  local held = redis.call('HMGET', KEYS[1], 'expires', 'done')
+  if held[2] == '1' or tonumber(held[1]) >= tonumber(ARGV[3]) then return 0 end
+end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'expires', ARGV[2], 'done', '0')
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (tonumber(ARGV[4]) - tonumber(ARGV[5])))
+redis.call('EXPIRE', KEYS[2], ARGV[5])
+return 1
+"""
+
+_HOLD_TICK = """
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return 0 end
+local held = redis.call('HMGET', KEYS[1], 'owner', 'done')
+if held[1] ~= ARGV[1] or held[2] == '1' then return 0 end
+if ARGV[2] == 'done' then
+  redis.call('HSET', KEYS[1], 'done', '1')
+  redis.call('ZREM', KEYS[2], ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'expires', ARGV[2])
+end
+return 1
+"""
+"""Renew (``ARGV[2]`` the new expiry) or finish (``ARGV[2]`` = ``done``) the owner's claim."""
+
+_LAPSED_TICKS = """
+local found = {}
+for _, at in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[2], '+inf')) do
+  local held = redis.call('HMGET', ARGV[1] .. at, 'expires', 'done')
+  if held[1] and held[2] ~= '1' and tonumber(held[1]) < tonumber(ARGV[3]) then table.insert(found, at) end
+end
+return found
+"""
+
+
 _SSL_OPTIONS: tuple[str, ...] = (
     "ssl_cert_reqs",
     "ssl_ca_certs",
@@ -211,6 +253,9 @@ class RedisStore:
                 ("append", _APPEND),
                 ("renew", _RENEW),
                 ("delete", _DELETE),
+                ("claim_tick", _CLAIM_TICK),
+                ("hold_tick", _HOLD_TICK),
+                ("lapsed_ticks", _LAPSED_TICKS),
             )
         }
         self._listener = Listener(self.url, self._notifications)
@@ -438,14 +483,33 @@ class RedisStore:
         await self._listener.close()
         await self._redis.aclose()
 
-    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
+    # -- scheduled tasks: one claim per (task, tick), a lease until finished -----------------
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
-        """``SET NX``: one key per tick, which Redis expires once it need not be remembered."""
-        key = f"{self._prefix}tick:{task}:{scheduled_at!r}"
+    def _tick_keys(self, task: str, scheduled_at: float) -> list[str]:
+        return [f"{self._prefix}tick:{task}:{scheduled_at!r}", f"{self._prefix}ticks-open:{task}"]
+
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        """One script: create the claim, or take over a lapsed one; Redis forgets it after :data:`TICK_MEMORY`."""
+        args: list[str | int] = [owner, repr(expires), repr(now), repr(scheduled_at), int(TICK_MEMORY)]
         with self._reachable():
-            won = await self._redis.set(key, owner, nx=True, ex=int(TICK_MEMORY))
+            won = await self._scripts["claim_tick"](keys=self._tick_keys(task, scheduled_at), args=args)
         return bool(won)
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        args = [owner, repr(expires), repr(scheduled_at)]
+        with self._reachable():
+            return bool(await self._scripts["hold_tick"](keys=self._tick_keys(task, scheduled_at), args=args))
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        args = [owner, "done", repr(scheduled_at)]
+        with self._reachable():
+            return bool(await self._scripts["hold_tick"](keys=self._tick_keys(task, scheduled_at), args=args))
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        keys = [f"{self._prefix}ticks-open:{task}"]
+        args = [f"{self._prefix}tick:{task}:", repr(since), repr(now)]
+        found = await self._read(lambda: self._scripts["lapsed_ticks"](keys=keys, args=args))
+        return [float(at) for at in found]
 
 
 def _record(run_id: str, row: Sequence[str | None]) -> RunRecord | None:

@@ -473,21 +473,65 @@ class SQLiteStore:
             self._checkpoints.close()
         self._db.close()
 
-    # -- scheduled tasks: one claim per (task, tick) -------------------------------------------
-    # The table is made on the first claim (IF NOT EXISTS, under the write lock), so a file
-    # that never runs a task has none, and no schema version is spent on it.
+    # -- scheduled tasks: one claim per (task, tick), a lease until finished -----------------
+    # The table is made on the first tick write (IF NOT EXISTS, under the write lock), so a file
+    # that never runs a task has none, and no schema version is spent on it. A table from before
+    # claims were leases gets the two columns; its claims have no ``expires`` and never lapse.
 
-    async def claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
-        return await self._call(self._claim_tick, task, scheduled_at, owner)
+    async def claim_tick(self, task: str, scheduled_at: float, owner: str, *, now: float, expires: float) -> bool:
+        return await self._call(self._claim_tick, task, scheduled_at, owner, now, expires)
 
-    def _claim_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+    def _claim_tick(self, task: str, scheduled_at: float, owner: str, now: float, expires: float) -> bool:
         with self._write() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS ticks (task TEXT NOT NULL, scheduled_at REAL NOT NULL, "
-                "owner TEXT NOT NULL, PRIMARY KEY (task, scheduled_at)) WITHOUT ROWID"
-            )
-            won = db.execute(
-                "INSERT OR IGNORE INTO ticks (task, scheduled_at, owner) VALUES (?, ?, ?)", (task, scheduled_at, owner)
-            ).rowcount
+            self._tick_table(db)
+            won = db.execute(_CLAIM_TICK, (task, scheduled_at, owner, expires, now)).rowcount
             db.execute("DELETE FROM ticks WHERE task = ? AND scheduled_at < ?", (task, scheduled_at - TICK_MEMORY))
         return won == 1
+
+    async def renew_tick(self, task: str, scheduled_at: float, owner: str, *, expires: float) -> bool:
+        sql = "UPDATE ticks SET expires = ? WHERE task = ? AND scheduled_at = ? AND owner = ? AND done = 0"
+        return await self._call(self._tick_update, sql, (expires, task, scheduled_at, owner))
+
+    async def finish_tick(self, task: str, scheduled_at: float, owner: str) -> bool:
+        sql = "UPDATE ticks SET done = 1 WHERE task = ? AND scheduled_at = ? AND owner = ? AND done = 0"
+        return await self._call(self._tick_update, sql, (task, scheduled_at, owner))
+
+    def _tick_update(self, sql: str, params: tuple[Any, ...]) -> bool:
+        with self._write() as db:
+            self._tick_table(db)
+            return bool(db.execute(sql, params).rowcount == 1)
+
+    async def lapsed_ticks(self, task: str, *, since: float, now: float) -> list[float]:
+        return await self._call(self._lapsed_ticks, task, since, now)
+
+    def _lapsed_ticks(self, task: str, since: float, now: float) -> list[float]:
+        if "done" not in self._tick_columns():
+            return []  # no table, or one from before leases: no claim can lapse
+        rows = self._db.execute(
+            "SELECT scheduled_at FROM ticks WHERE task = ? AND scheduled_at >= ? AND done = 0 AND expires < ? "
+            "ORDER BY scheduled_at",
+            (task, since, now),
+        ).fetchall()
+        return [float(row[0]) for row in rows]
+
+    def _tick_columns(self) -> set[str]:
+        return {row[1] for row in self._db.execute("PRAGMA table_info(ticks)").fetchall()}
+
+    def _tick_table(self, db: sqlite3.Cursor) -> None:
+        """Make (or bring up to date) the ticks table, inside the caller's write: two cheap
+        statements a tick, against a flag that a rolled-back write would leave wrong."""
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS ticks (task TEXT NOT NULL, scheduled_at REAL NOT NULL, owner TEXT NOT NULL, "
+            "expires REAL, done INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (task, scheduled_at)) WITHOUT ROWID"
+        )
+        if "done" not in self._tick_columns():
+            db.execute("ALTER TABLE ticks ADD COLUMN expires REAL")
+            db.execute("ALTER TABLE ticks ADD COLUMN done INTEGER NOT NULL DEFAULT 0")
+
+
+_CLAIM_TICK = (
+    "INSERT INTO ticks (task, scheduled_at, owner, expires) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (task, scheduled_at) DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+    "WHERE ticks.done = 0 AND ticks.expires < ?"
+)
+"""Insert the claim, or take over one whose lease lapsed (a claim without ``expires`` never lapses)."""

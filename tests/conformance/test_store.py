@@ -284,21 +284,84 @@ def test_safe_url_hides_passwords() -> None:
 # -- scheduled tasks ------------------------------------------------------------------------------
 
 
-async def test_a_tick_is_claimed_once_across_handles(store_factory: StoreFactory) -> None:
-    handles = [store_factory(), store_factory(), store_factory()]
-    tick = 1_767_225_600.0  # 2026-01-01 00:00 UTC
+TICK = 1_767_225_600.0  # 2026-01-01 00:00 UTC
+LEASE = 60.0
+
+
+async def connected(handles: list[Store]) -> list[Store]:
     for handle in handles:  # each handle connected first: a DynamoDB table is made once
         check = getattr(handle, "check", None)
         if check is not None:
             await check()
-    won = await asyncio.gather(*(handle.claim_tick("digest", tick, f"server-{i}") for i, handle in enumerate(handles)))
-    assert sorted(won) == [False, False, True]
-    assert not await handles[0].claim_tick("digest", tick, "late")
-    # the next tick, and the same tick of another task, are claims of their own
-    assert await handles[1].claim_tick("digest", tick + 60, "server-1")
-    assert await handles[2].claim_tick("cleanup", tick, "server-2")
+    return handles
+
+
+async def close_all(handles: list[Store]) -> None:
     for handle in {id(h): h for h in handles}.values():
         await handle.close()
+
+
+async def test_a_tick_is_claimed_once_across_handles(store_factory: StoreFactory) -> None:
+    handles = await connected([store_factory(), store_factory(), store_factory()])
+    claims = (
+        handle.claim_tick("digest", TICK, f"server-{i}", now=TICK, expires=TICK + LEASE)
+        for i, handle in enumerate(handles)
+    )
+    won = await asyncio.gather(*claims)
+    assert sorted(won) == [False, False, True]
+    assert not await handles[0].claim_tick("digest", TICK, "late", now=TICK + 1, expires=TICK + 61)
+    # the next tick, and the same tick of another task, are claims of their own
+    assert await handles[1].claim_tick("digest", TICK + 60, "server-1", now=TICK, expires=TICK + LEASE)
+    assert await handles[2].claim_tick("cleanup", TICK, "server-2", now=TICK, expires=TICK + LEASE)
+    await close_all(handles)
+
+
+async def test_a_lapsed_tick_claim_is_taken_over_once_and_its_old_holder_can_no_longer_renew_or_finish_it(
+    store_factory: StoreFactory,
+) -> None:
+    handles = await connected([store_factory(), store_factory(), store_factory()])
+    assert await handles[0].claim_tick("digest", TICK, "dead", now=TICK, expires=TICK + LEASE)
+    assert await handles[1].lapsed_ticks("digest", since=TICK - 3600, now=TICK + LEASE - 1) == []
+    assert not await handles[1].claim_tick("digest", TICK, "early", now=TICK + LEASE - 1, expires=TICK + 2 * LEASE)
+    later = TICK + LEASE + 1  # the holder died: its lease lapsed
+    assert await handles[1].lapsed_ticks("digest", since=TICK - 3600, now=later) == [TICK]
+    claims = (
+        handle.claim_tick("digest", TICK, f"server-{i}", now=later, expires=later + LEASE)
+        for i, handle in enumerate(handles)
+    )
+    won = await asyncio.gather(*claims)
+    assert sorted(won) == [False, False, True]
+    winner = f"server-{won.index(True)}"
+    assert await handles[0].lapsed_ticks("digest", since=TICK - 3600, now=later) == []  # held again
+    assert not await handles[0].renew_tick("digest", TICK, "dead", expires=later + 600)
+    assert not await handles[0].finish_tick("digest", TICK, "dead")
+    assert await handles[2].renew_tick("digest", TICK, winner, expires=later + 600)
+    assert not await handles[2].claim_tick("digest", TICK, "other", now=later + LEASE + 1, expires=later + 700)
+    assert await handles[1].finish_tick("digest", TICK, winner)
+    await close_all(handles)
+
+
+async def test_a_finished_tick_is_never_claimed_again_nor_renewed(store: Store) -> None:
+    assert await store.claim_tick("digest", TICK, "a", now=TICK, expires=TICK + LEASE)
+    assert await store.finish_tick("digest", TICK, "a")
+    much_later = TICK + 86_400
+    assert await store.lapsed_ticks("digest", since=TICK - 1, now=much_later) == []
+    assert not await store.claim_tick("digest", TICK, "b", now=much_later, expires=much_later + LEASE)
+    assert not await store.renew_tick("digest", TICK, "a", expires=much_later + LEASE)
+    assert not await store.finish_tick("digest", TICK, "a")  # once
+    assert not await store.finish_tick("digest", TICK + 60, "a")  # never claimed
+
+
+async def test_lapsed_ticks_lists_one_tasks_unfinished_lapsed_claims_since_a_time_oldest_first(store: Store) -> None:
+    for minutes in (3, 0, 1, 2):
+        at = TICK + 60 * minutes
+        assert await store.claim_tick("beat", at, "a", now=at, expires=at + LEASE)
+    assert await store.claim_tick("other", TICK, "a", now=TICK, expires=TICK + LEASE)
+    assert await store.finish_tick("beat", TICK + 120, "a")
+    assert await store.renew_tick("beat", TICK + 180, "a", expires=TICK + 3600)
+    listed = await store.lapsed_ticks("beat", since=TICK + 60, now=TICK + 600)
+    assert listed == [TICK + 60]  # not before since, not finished, not still leased, not another task's
+    assert await store.lapsed_ticks("beat", since=TICK, now=TICK + 600) == [TICK, TICK + 60]
 
 
 LONE = "a\ud800b"  # a lone surrogate: a Python str that is not valid Unicode text, so no store can encode it
