@@ -51,4 +51,23 @@ async def deploy(input: str, run: Run) -> str:
     return f"deployed {input}"
 
 
-AGENTS = {"refund": refund, "chatty": chatty, "payout": payout, "deploy": deploy}
+class CardDeclined(Exception):
+    pass
+
+
+def decline() -> None:
+    raise CardDeclined("the card ending 4242 was declined")
+
+
+@define_agent(description="Charges a card, which is declined.")
+async def declined(input: str, run: Run) -> str:
+    await run.step("charge", decline)
+    return "charged"
+
+
+@define_agent(description="Answers at once.")
+async def quote(input: str, run: Run) -> dict[str, object]:
+    return {"order": input, "total": 42.5, "lines": ["widget", "gadget"]}
+
+
+AGENTS = {"refund": refund, "chatty": chatty, "payout": payout, "deploy": deploy, "declined": declined, "quote": quote}

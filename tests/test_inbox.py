@@ -411,3 +411,28 @@ def test_more_runs_are_listed_page_by_page_and_the_focus_stays_in_the_list(serve
     expect(runs).to_have_count(52)
     expect(runs.nth(50).get_by_role("link")).to_be_focused()
     expect(page.get_by_role("button", name="More runs")).to_have_count(0)
+
+
+def test_a_finished_run_page_shows_what_it_returned_or_why_it_failed(server: Server, page: Page) -> None:
+    done = start(server, "quote", "o-9")
+    failed = start(server, "declined", "o-10")
+    assert (done["status"], failed["status"]) == ("completed", "failed")
+
+    page.goto(f"{server.url}/ui/#/runs/{done['id']}")
+    expect(page.get_by_role("heading", name="Output")).to_be_visible()
+    output = page.get_by_role("heading", name="Output").locator("xpath=following-sibling::pre[1]")
+    assert json.loads(output.inner_text()) == {"order": "o-9", "total": 42.5, "lines": ["widget", "gadget"]}
+    assert "[object" not in page.locator("main").inner_text()
+
+    page.goto(f"{server.url}/ui/#/runs/{failed['id']}")
+    expect(page.get_by_role("heading", name="Error")).to_be_visible()
+    why = "CardDeclined: the card ending 4242 was declined (in step charge)"
+    expect(page.get_by_role("alert")).to_contain_text(why)
+    assert "[object" not in page.locator("main").inner_text()
+
+
+def test_the_focused_page_heading_has_no_text_field_outline(server: Server, page: Page) -> None:
+    page.goto(f"{server.url}/ui/")
+    heading = page.get_by_role("heading", level=1)
+    expect(heading).to_be_focused()
+    assert heading.evaluate("e => getComputedStyle(e).outlineStyle") == "none"

@@ -274,13 +274,14 @@ function renderFacts(section, run) {
   } else {
     buttons.append(h("button", { type: "button", class: "danger", onclick: () => act(run, "delete") }, "Delete run"));
   }
-  section.replaceChildren(
+  section.replaceChildren(...[
     h("h2", { id: "facts" }, "Summary"),
     h("dl", { class: "facts" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
     h("details", {}, h("summary", {}, "Input"), h("pre", {}, json(run.input))),
     run.output !== null && run.output !== undefined ? [h("h2", {}, "Output"), h("pre", {}, json(run.output))] : [],
-    run.error ? [h("h2", {}, "Error"), h("pre", { role: "alert" }, run.error.message)] : [],
-    buttons);
+    run.error ? [h("h2", {}, "Error"), h("pre", { role: "alert" }, `${run.error.type}: ${run.error.message}${run.error.step ? ` (in step ${run.error.step})` : ""}`)] : [],
+    buttons,
+  ].flat()); // replaceChildren takes nodes, not arrays: an array would be shown as its text
 }
 
 async function act(run, action) {
