@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 __all__ = ["HostNames", "arrived_at_loopback", "host_name"]
 
 _HOST = re.compile(r"(?:\[(?P<address>[0-9a-f:.]+)\]|(?P<name>[a-z0-9_.-]+))(?::[0-9]{1,5})?")
+_DOTTED = re.compile(r"[0-9.]+")
 _ENTRY = re.compile(r"(?:\*\.|\.)?[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
 
 
@@ -41,7 +42,7 @@ def host_name(host: str | None) -> str | None:
         return None
     address = match["address"]
     if address is not None:
-        return address if _address(address) else None
+        return address if _address(address) is not None else None
     return match["name"].removesuffix(".") or None
 
 
@@ -58,6 +59,10 @@ def arrived_at_loopback(scope: Mapping[str, Any]) -> bool:
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``text`` writes, or None. A name is told apart by its characters first:
+    ``ip_address`` raises twice for one, which would cost more than the rest of the check."""
+    if ":" not in text and not _DOTTED.fullmatch(text):
+        return None
     try:
         return ipaddress.ip_address(text)
     except ValueError:
@@ -73,7 +78,8 @@ class HostNames:
     """The deployment's names: ``public_url``'s host and ``allowed`` (``allowed_hosts``).
 
     ``known``: the deployment names itself, so a Host it does not list is refused wherever the
-    request comes from (a public URL on loopback or at an address names nothing new).
+    request comes from (a public URL on loopback or at an address names nothing new). ``any``:
+    ``allowed_hosts`` holds ``"*"``, so every Host is listed.
     """
 
     def __init__(self, public_url: str | None, allowed: Iterable[str] = ()) -> None:
