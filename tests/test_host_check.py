@@ -126,6 +126,8 @@ def test_a_host_that_is_not_listed_is_refused_where_the_names_are_known_or_the_r
     assert not unknown.allows("attacker.example", local=True)
     assert unknown.allows("localhost:3000", local=True)
     assert not HostNames(OWN).allows("attacker.example", local=False)
+    # no Host at all is no browser (HTTP/1.0, a platform's adapter): not a rebinding
+    assert HostNames(OWN).allows(None, local=True) and HostNames(OWN).allows("", local=True)
 
 
 @pytest.mark.parametrize(

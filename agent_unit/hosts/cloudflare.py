@@ -288,7 +288,10 @@ def create_worker(
     tables. ``store`` is the default runtime's ``"d1://BINDING"``. ``unit_options`` go to
     :func:`agent_unit.http.create_agent_unit` (``name``, ``base_path``, ``authorize``, ``budget``...).
     The Durable Object bindings are named ``AGENT_UNIT_RUNS`` and ``AGENT_UNIT_INDEX``.
+    ``allowed_hosts`` defaults to ``["*"]``: Cloudflare routes a request to the Worker only under
+    its own routes and domains, so a DNS rebinding cannot arrive.
     """
+    unit_options.setdefault("allowed_hosts", ["*"])
     return Worker(
         agents,
         runtime=runtime,

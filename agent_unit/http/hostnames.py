@@ -123,5 +123,8 @@ class HostNames:
         return any(parent in self._domains or parent in self._subdomains for parent in parents)
 
     def allows(self, host: str | None, *, local: bool) -> bool:
-        """Whether a request sent with this ``Host`` may go on; ``local``: it came over loopback."""
-        return self.listed(host) or not (self.known or local)
+        """Whether a request sent with this ``Host`` may go on; ``local``: it came over loopback.
+
+        A request without a ``Host`` goes on: a browser always sends one, so it is no rebinding
+        (an HTTP/1.0 client, or a platform's adapter that leaves the header out)."""
+        return not host or self.listed(host) or not (self.known or local)
