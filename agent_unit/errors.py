@@ -31,6 +31,7 @@ __all__ = [
     "AgentNotFound",
     "BadRequest",
     "Forbidden",
+    "ForbiddenHost",
     "ForbiddenOrigin",
     "AgentUnitError",
     "DiscoveryError",
@@ -197,6 +198,13 @@ class ForbiddenOrigin(Forbidden):
     """A browser page from an origin that is not allowed sent the request (403)."""
 
     code = "forbidden_origin"
+
+
+class ForbiddenHost(AgentUnitError):
+    """The request's ``Host`` is not one of the deployment's names (421): a page at a foreign
+    domain whose DNS was pointed at the server (DNS rebinding), or a name to add to ``allowed_hosts``."""
+
+    code, status = "forbidden_host", 421
 
 
 class PayloadTooLarge(AgentUnitError):

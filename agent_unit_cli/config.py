@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent_unit.durations import parse_duration
 from agent_unit.errors import ConfigError, TaskError
+from agent_unit.http.hostnames import HostNames
 from agent_unit.http.origins import Origins
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
@@ -86,6 +87,7 @@ class Config(BaseModel):
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
     allowed_origins: list[str] = []  # web pages (besides loopback and `url`) that may call POST /mcp
+    allowed_hosts: list[str] = []  # names a request's Host may be (besides url's, loopback names, addresses)
     a2a_default_agent: str | None = None  # the agent POST /a2a runs for a new task that names no skill
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
@@ -102,6 +104,12 @@ class Config(BaseModel):
     @classmethod
     def _origins(cls, value: list[str]) -> list[str]:
         Origins(None, value)  # raises ValueError naming the entry that is not an origin
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        HostNames(None, value)  # raises ValueError naming the entry that is not a host name
         return value
 
     @field_validator("base_path")

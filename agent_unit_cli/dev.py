@@ -63,6 +63,7 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
             authorize=config.authorize,
             max_body_bytes=config.max_body_bytes,
             allowed_origins=config.allowed_origins,
+            allowed_hosts=config.allowed_hosts,
             a2a_default_agent=config.a2a_default_agent,
             budget=config.budget,
             retention=config.retention,

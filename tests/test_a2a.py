@@ -247,8 +247,11 @@ async def test_the_configured_default_agent_takes_a_new_task_without_a_skill_on_
 
 
 async def test_the_card_never_takes_its_url_from_the_host_header(http: httpx.AsyncClient) -> None:
-    card = (await http.get("/.well-known/agent-card.json", headers={"host": "evil.example"})).json()
+    # an address is never a rebinding, so it is answered: with the configured URL all the same
+    card = (await http.get("/.well-known/agent-card.json", headers={"host": "10.0.0.7:8080"})).json()
     assert {i["url"] for i in card["supportedInterfaces"]} == {f"{URL}/a2a"} and card["url"] == f"{URL}/a2a"
+    foreign = await http.get("/.well-known/agent-card.json", headers={"host": "evil.example"})
+    assert foreign.status_code == 421 and foreign.json()["error"]["code"] == "forbidden_host"
 
 
 async def test_without_a_public_url_the_card_is_a_503_that_tells_the_operator_what_to_set() -> None:
@@ -277,7 +280,7 @@ async def test_the_endpoint_url_follows_where_the_app_is_mounted(
 ) -> None:
     unit = create_agent_unit(AGENTS, store="memory://", public_url=public_url, base_path=base_path)
     app: Any = Starlette(routes=[Mount(mount, app=unit)]) if mount else unit
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://a.example") as http:
         card = (await http.get(f"{card_path}/.well-known/agent-card.json")).json()
         assert card["supportedInterfaces"][0]["url"] == endpoint
         reply = (await http.post(f"{card_path}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})).json()

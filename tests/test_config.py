@@ -19,7 +19,7 @@ def test_agent_unit_toml(tmp_path: Path) -> None:
     (tmp_path / "agent-unit.toml").write_text(
         'name = "support"\nstorage = "${REDIS_URL}"\nbudget = "60s"\nsweep = false\nbase_path = "/api/agents"\n'
         'authorize = "app.auth:authorize"\nretention = "30d"\nmax_body_bytes = 2_000_000\n'
-        'allowed_origins = ["https://app.example.com"]\n'
+        'allowed_origins = ["https://app.example.com"]\nallowed_hosts = ["agents.example.com", ".example.net"]\n'
         '[tasks.send-digest]\nschedule = "0 8 * * *"\nhandler = "app.tasks:send_digest"\n'
     )
     config, source = load_config(tmp_path)
@@ -27,6 +27,7 @@ def test_agent_unit_toml(tmp_path: Path) -> None:
     assert (config.name, config.storage, config.budget, config.sweep) == ("support", "${REDIS_URL}", "60s", False)
     assert config.tasks["send-digest"].handler == "app.tasks:send_digest"
     assert config.allowed_origins == ["https://app.example.com"]
+    assert config.allowed_hosts == ["agents.example.com", ".example.net"]
 
 
 def test_pyproject_section(tmp_path: Path) -> None:
@@ -50,6 +51,10 @@ def test_overrides_win(tmp_path: Path) -> None:
         ("authorize = 'app.auth'\n", "agent-unit.toml: authorize: String should match pattern"),
         ("[tasks.x]\nschedule = '* * * * *'\n", "agent-unit.toml: tasks.x.handler: Field required"),
         ("allowed_origins = ['https://a.example/path']\n", "agent-unit.toml: allowed_origins: Value error, allowed_"),
+        (
+            "allowed_hosts = ['https://agents.example.com']\n",
+            "agent-unit.toml: allowed_hosts: Value error, allowed_hosts: 'https://agents.example.com' is not a host",
+        ),
         ("name = \n", "agent-unit.toml is not valid TOML"),
     ],
 )

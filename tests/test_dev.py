@@ -163,6 +163,18 @@ def test_dev_serves_the_agent_card_at_the_address_it_listens_on(tmp_path: Path, 
     assert card.status_code == 200 and card.json()["url"] == f"http://localhost:{dev.port}/a2a"
 
 
+def test_dev_refuses_a_rebinding_host_and_serves_its_allowed_hosts(tmp_path: Path, stopped: list[DevProcess]) -> None:
+    root = _project(tmp_path / "project", pid=PID)
+    (root / "agent-unit.toml").write_text('allowed_hosts = ["dev.example.test"]\n')
+    dev = DevProcess(root, "--no-reload")
+    stopped.append(dev.up())
+    for path in ["/runs", "/agents", "/ui/"]:
+        foreign = httpx.get(f"{dev.url}{path}", headers={"host": f"attacker.example:{dev.port}"})
+        assert foreign.status_code == 421 and foreign.json()["error"]["code"] == "forbidden_host", path
+    listed = httpx.get(f"{dev.url}/runs", headers={"host": f"dev.example.test:{dev.port}"})
+    assert listed.status_code == 200
+
+
 def test_dev_restarts_for_the_projects_python_and_configuration_only(tmp_path: Path) -> None:
     root = tmp_path / "venv" / "project"  # a project inside a folder named venv still reloads
     (root / "env311").mkdir(parents=True)

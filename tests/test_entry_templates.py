@@ -30,6 +30,7 @@ def _render(template: str, **overrides: Any) -> str:
         "authorize": "app.auth:authorize",
         "max_body_bytes": 1000,
         "allowed_origins": ["https://app.example.com"],
+        "allowed_hosts": [],
         "a2a_default_agent": "refund",
         "budget": "60s",
         "retention": "30d",
@@ -67,3 +68,24 @@ def test_every_entry_passes_ui_and_the_shared_options_to_the_app(template: str, 
 def test_every_entry_holds_the_same_registry_of_the_agents_the_build_found() -> None:
     registries = [next(line for line in _render(t).splitlines() if "'refund': (" in line) for t in ENTRIES]
     assert registries == ["    'refund': ('agents.refund', 'agent'),"] * 3
+
+
+@pytest.mark.parametrize("template", ENTRIES)
+def test_every_entry_passes_allowed_hosts_and_a_platform_that_routes_by_host_takes_any_by_default(
+    template: str,
+) -> None:
+    routed_by_host = not template.startswith("server/")  # Lambda and Vercel reach a function only at its domains
+    assert _app_options(_render(template))["allowed_hosts"] == (["*"] if routed_by_host else [])
+    listed = ["agents.internal", ".example.com"]
+    assert _app_options(_render(template, allowed_hosts=listed))["allowed_hosts"] == listed
+    if routed_by_host:  # the agent units of the user's own app get the same default
+        own_app = _render(template, server={"module": "app.main", "attribute": "app"})
+        assert "allowed_hosts=['*']" in own_app
+
+
+def test_the_cloudflare_entry_passes_allowed_hosts() -> None:
+    context = {"runtime": "default", "crons": {}, "exports": None, "run_class": "R", "index_class": "I"}
+    context["entrypoint"] = "Default"
+    assert "allowed_hosts=['*']," in _render("cloudflare/src/entry.py.j2", **context)
+    listed = _render("cloudflare/src/entry.py.j2", allowed_hosts=["agents.example.com"], **context)
+    assert "allowed_hosts=['agents.example.com']," in listed

@@ -376,7 +376,9 @@ async def test_a_page_from_a_foreign_origin_is_refused_and_allowed_ones_are_serv
         "method": "tools/call",
         "params": {"name": "refund", "arguments": {"order_id": "o"}},
     }
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=unit), base_url="http://unit") as http:
+    # sent to the deployment's own name: a Host it does not list is refused before any Origin is read
+    own = "https://agents.example.com"
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=unit), base_url=own) as http:
         for origin in [
             "https://evil.example",
             "null",

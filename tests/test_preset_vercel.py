@@ -545,3 +545,20 @@ async def test_one_secret_is_enough_and_the_cron_may_use_its_own(monkeypatch: py
     assert await sweep("Bearer wrong") == 401
     monkeypatch.delenv("CRON_SECRET")
     assert await sweep(f"Bearer {CRON_SECRET}") == 401
+
+
+async def test_a_deployment_is_served_at_any_of_its_vercel_domains(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_unit import define_agent
+    from agent_unit.hosts.vercel import create_app
+
+    @define_agent
+    async def agent(input: str) -> str:
+        return input
+
+    monkeypatch.setenv("VERCEL_URL", "app-abc123.vercel.app")
+    app = create_app({"echo": agent}, store="memory://", url="https://agents.example.com")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://agents.example.com") as http:
+        for host in ["agents.example.com", "app-abc123.vercel.app", "app-git-main-team.vercel.app", "www.example.com"]:
+            page = {"host": host, "origin": f"https://{host}"}  # the inbox, served where it is reached
+            started = await http.post("/agents/echo/runs?wait=1", json={"input": "hi"}, headers=page)
+            assert started.status_code == 200 and started.json()["output"] == "hi", host

@@ -177,7 +177,9 @@ class Worker:
         if self._load_server is not None:
             from ..http import host_defaults
 
-            host_defaults(background_sweep=False)
+            # Cloudflare routes a request to the Worker only under its own routes and domains: no
+            # rebinding can arrive, so the units the app creates answer any Host unless told otherwise.
+            host_defaults(background_sweep=False, allowed_hosts=["*"])
             self._app = self._load_server()
         elif self.runtime == "durable-objects":
             self._app = _NoLifespan(self._unit(DurableObjectsStore(worker_env), None))
@@ -286,7 +288,10 @@ def create_worker(
     tables. ``store`` is the default runtime's ``"d1://BINDING"``. ``unit_options`` go to
     :func:`agent_unit.http.create_agent_unit` (``name``, ``base_path``, ``authorize``, ``budget``...).
     The Durable Object bindings are named ``AGENT_UNIT_RUNS`` and ``AGENT_UNIT_INDEX``.
+    ``allowed_hosts`` defaults to ``["*"]``: Cloudflare routes a request to the Worker only under
+    its own routes and domains, so a DNS rebinding cannot arrive.
     """
+    unit_options.setdefault("allowed_hosts", ["*"])
     return Worker(
         agents,
         runtime=runtime,

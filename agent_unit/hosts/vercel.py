@@ -222,11 +222,15 @@ def create_app(
 
     Internal routes need a secret (``$AGENT_UNIT_SECRET`` or ``$CRON_SECRET``); the engine does
     not sweep by itself (Vercel's cron does) and continues yielded runs at :func:`deployment_url`.
+    ``allowed_hosts`` defaults to ``["*"]``: Vercel routes a request to the function only under
+    the deployment's own domains (its URL, branch URL, aliases, custom domains), so a DNS
+    rebinding cannot arrive, and none of them is refused.
     """
     from ..http import create_agent_unit
 
     secret, cron_secret = secrets()
     own = deployment_url(url)
+    options.setdefault("allowed_hosts", ["*"])
     prefix = "/" + base_path.strip("/")
     unit = create_agent_unit(
         agents,

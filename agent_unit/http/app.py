@@ -45,6 +45,7 @@ from ..scheduler import Scheduler
 from .auth import Authorize, check_secret, load_authorize, production
 from .bodies import read_json, refuse_non_json
 from .gateway import Gateway
+from .hostnames import HostNames
 from .inbox import page
 from .origins import Origins
 from .responses import JSONResponse
@@ -89,6 +90,7 @@ def host_defaults(
     continue_to: Callable[[str], Any] | None = None,
     secret: str | None = None,
     require_secret: bool | None = None,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> None:
     """What a host sets before a user's own app (``server = "module:app"``) creates its agent units.
 
@@ -98,7 +100,9 @@ def host_defaults(
     at ``mount_path`` (read from its requests), so a run that yields continues under the
     unit's own mount at the deployment's own URL, and ``secret``/``require_secret``: the
     secret its continuations send, which its internal routes then need (a deployed host
-    refuses them without one, as a plain agents build does).
+    refuses them without one, as a plain agents build does), and ``allowed_hosts``: ``["*"]``
+    where the platform routes a request to the deployment only under its own domains, so a
+    rebinding cannot arrive there.
     """
     given = {
         "buffered": buffered,
@@ -106,6 +110,7 @@ def host_defaults(
         "continue_to": continue_to,
         "secret": secret,
         "require_secret": require_secret,
+        "allowed_hosts": None if allowed_hosts is None else list(allowed_hosts),
     }
     _host.update({key: value for key, value in given.items() if value is not None})
 
@@ -138,6 +143,7 @@ def create_agent_unit(
     poll_interval: float = 1.0,
     public_url: str | None = None,
     allowed_origins: Iterable[str] = (),
+    allowed_hosts: Iterable[str] | None = None,
     a2a_default_agent: str | None = None,
     mcp: bool = True,
     ui: bool = False,
@@ -153,8 +159,13 @@ def create_agent_unit(
     ``public_url`` (default ``$AGENT_UNIT_URL``) is the deployment's own URL, as the A2A card
     shows it: never taken from a request's Host header. ``allowed_origins`` are the browser
     origins (``https://app.example.com``) that may call ``POST /mcp`` besides loopback and the
-    public URL's own. ``a2a_default_agent`` is the agent a new A2A task on ``POST /a2a`` runs
-    when its message names no skill (each agent also has its own ``/agents/{name}/a2a``).
+    public URL's own. ``allowed_hosts`` are the names (``agents.example.com``, ``.example.com``
+    with its subdomains, ``*.example.com``, or ``*`` for any) a request's ``Host`` may be besides
+    the public URL's, loopback names and addresses: a Host not listed is refused (421) where
+    the deployment names itself or the request came over loopback, so DNS rebinding cannot
+    act (default: the host's, see ``host_defaults``; else none). ``a2a_default_agent`` is the
+    agent a new A2A task on ``POST /a2a`` runs when its message names no skill (each agent
+    also has its own ``/agents/{name}/a2a``).
     ``mcp=False`` leaves out ``POST /mcp``; ``ui=True`` serves the approvals inbox at
     ``{base_path}/ui/`` (``authorize`` action ``"ui"``).
     ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
@@ -165,6 +176,7 @@ def create_agent_unit(
     """
     public_url = public_url if public_url is not None else env.get("AGENT_UNIT_URL")
     origins = Origins(public_url, allowed_origins)  # a wrong entry fails here, not at a request
+    hosts = HostNames(public_url, _host.get("allowed_hosts", ()) if allowed_hosts is None else allowed_hosts)
     buffered = _host.get("buffered", False) if buffered is None else buffered
     holder: list[AgentUnit] = []  # the app, made below: a host's continuation reads its mount path
     if engine is None and "background_sweep" in _host:
@@ -194,6 +206,7 @@ def create_agent_unit(
         poll_interval=poll_interval,
         public_url=public_url,
         origins=origins,
+        hosts=hosts,
         buffered=buffered,
         a2a_default_agent=a2a_default_agent,
     )

@@ -29,9 +29,10 @@ from starlette.requests import Request
 
 from ..agent import Agent
 from ..engine import RunEngine
-from ..errors import ForbiddenOrigin, RunNotFound
+from ..errors import ForbiddenHost, ForbiddenOrigin, RunNotFound
 from ..records import RunRecord
 from .auth import Authorize, authorize
+from .hostnames import HostNames, arrived_at_loopback
 from .origins import Origins, same_host
 from .stream import StreamItem, read_stream
 
@@ -49,8 +50,8 @@ class Gateway:
     The settings a protocol answers by are attributes: ``name`` (the deployment's, as
     manifests and cards show it), ``max_body_bytes``, ``keepalive`` and ``poll_interval``
     (seconds, for streams), ``public_url`` (the deployment's own URL, or None), ``origins``
-    (the browser origins that may call), ``buffered`` (the host sends whole responses only)
-    and ``a2a_default_agent``.
+    (the browser origins that may call), ``hosts`` (the deployment's names, which ``Host``
+    must be), ``buffered`` (the host sends whole responses only) and ``a2a_default_agent``.
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class Gateway:
         poll_interval: float,
         public_url: str | None = None,
         origins: Origins | None = None,
+        hosts: HostNames | None = None,
         buffered: bool = False,
         a2a_default_agent: str | None = None,
     ) -> None:
@@ -75,6 +77,7 @@ class Gateway:
         self.poll_interval = poll_interval
         self.public_url = public_url.rstrip("/") if public_url else None
         self.origins = origins if origins is not None else Origins(public_url)
+        self.hosts = hosts if hosts is not None else HostNames(public_url)
         self.buffered = buffered
         self.a2a_default_agent = a2a_default_agent
 
@@ -92,27 +95,46 @@ class Gateway:
         agent or a run that does not exist), so a caller who may not act learns nothing.
         """
         self.engine.start_background()  # no lifespan needed: the first request starts the sweeps
+        self.refuse_foreign_hosts(request)
         self.refuse_foreign_pages(request)
         await authorize(self.authorize_hook, request, action, run)
         request.state.agent_unit_authorized = True
+
+    def refuse_foreign_hosts(self, request: Request) -> None:
+        """421 for a request whose ``Host`` is not one of the deployment's names (DNS rebinding).
+
+        Reads too: after a rebinding, the attacker's page reads every answer. See
+        :mod:`agent_unit.http.hostnames` for the names and when a name not listed is refused.
+        :meth:`authorize` calls it, so every route that authorizes is covered.
+        """
+        host = request.headers.get("host")
+        if self.hosts.allows(host, local=arrived_at_loopback(request.scope)):
+            return
+        raise ForbiddenHost(
+            f"Host {(host or '')[:100]!r} is not this deployment's name: if it is, add it to allowed_hosts, "
+            "or set url (AGENT_UNIT_URL) to the URL clients reach it at"
+        )
 
     def refuse_foreign_pages(self, request: Request) -> None:
         """403 for a request that changes state from a page of a foreign site.
 
         A page can send a POST with no body, or with a body a CORS preflight does not check,
         to any site; the browser adds the user's cookies. Such a request names its page in
-        ``Origin``: it may go on when that page is this deployment's own (the same host, or
-        the public URL), on loopback, or listed in ``allowed_origins``. Reads, and clients that
-        are not browsers (no ``Origin``), are not concerned. :meth:`authorize` calls it.
+        ``Origin``: it may go on when that page is this deployment's own (the public URL, or
+        the host the request was sent to when that host is one of the deployment's names: a
+        rebinding page's Origin is its Host too), on loopback, or listed in ``allowed_origins``.
+        Reads, and clients that are not browsers (no ``Origin``), are not concerned.
+        :meth:`authorize` calls it.
         """
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return
         origin = request.headers.get("origin")
-        if self.origins.allows(origin) or same_host(origin or "", request.headers.get("host")):
+        host = request.headers.get("host")
+        if self.origins.allows(origin) or (self.hosts.listed(host) and same_host(origin or "", host)):
             return
         raise ForbiddenOrigin(
             f"Origin {(origin or '')[:100]!r} may not change anything here: a page must be served from this "
-            "deployment, from loopback, or from an origin listed in allowed_origins"
+            "deployment (its url or allowed_hosts), from loopback, or from an origin listed in allowed_origins"
         )
 
     def authorized(self, request: Request) -> bool:

@@ -116,17 +116,18 @@ def app(gateway: Gateway) -> ASGIApp:
         # without calling tools/list once per call
         get_tool_input_schema=tools.input_schema,
     )
-    # The SDK's DNS-rebinding protection is off: it refuses any Host header not on a fixed list,
-    # and a deployment is reached by names this process cannot know (its domain, a load
-    # balancer's, a proxy's). What the MCP transport requires, refusing a browser page from a
-    # foreign Origin (403), is checked here instead, against ``gateway.origins``: loopback, the
-    # public URL's origin and ``allowed_origins``. Requests without an Origin (not a browser)
+    # The SDK's DNS-rebinding protection is off: the gateway's is the one every route has. The
+    # Host must be one of the deployment's names (421, ``gateway.hosts``: the public URL's,
+    # ``allowed_hosts``, loopback names and addresses), and a browser page from a foreign
+    # Origin is refused (403) against ``gateway.origins``: loopback, the public URL's origin and
+    # ``allowed_origins``, never merely the Host's. Requests without an Origin (not a browser)
     # pass to the ``authorize`` hook, which guards /mcp like every other route.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
+            gateway.refuse_foreign_hosts(request)
             origin = request.headers.get("origin")
             if not gateway.origins.allows(origin):
                 raise ForbiddenOrigin(
