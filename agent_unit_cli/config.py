@@ -7,6 +7,7 @@ build.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -177,7 +178,7 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
                     continue
                 loc = ("storage", *loc[2:])
             key = ".".join(str(part) for part in loc)
-            message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            message = "unknown key" + _did_you_mean(loc) if error["type"] == "extra_forbidden" else error["msg"]
             if error["loc"][0] == "tasks":  # the schedule's own message; the handler's expected form
                 message = message.removeprefix("Value error, ")
                 if error["type"] == "string_pattern_mismatch":
@@ -192,6 +193,14 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
             f"these keys do not apply: {reasons}. Remove them"
         )
     return config, source
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """``: did you mean storage?`` for a misspelt key (``storag``), from the keys of the table it is in."""
+    tables: dict[str, type[BaseModel]] = {"cloudflare": Cloudflare, "tasks": Task, "storage": Storage}
+    table = tables.get(str(loc[0]), Config) if len(loc) > 1 else Config
+    close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1)
+    return f": did you mean {close[0]}?" if close else ""
 
 
 def _where(source: Path | None) -> str:
