@@ -51,36 +51,55 @@ DRIVER_MODULES = {"redis": "redis", "psycopg[binary]": "psycopg", "boto3": "boto
 _LEADING_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def storage_scheme(storage: str) -> str:
+def storage_scheme(storage: str, provider: str | None = None) -> str:
     """The storage URL's scheme: it says which driver the build vendors.
 
     ``${NAME}`` stands for a secret and expands where the app runs. When it hides the scheme
-    (``storage = "${REDIS_URL}"``) the build reads ``NAME`` now; unset, it cannot tell which
-    driver the app needs, and refuses rather than build an app that fails at its first request.
+    (``storage = "${DATABASE_URL}"``) the build reads ``NAME`` now; unset (a CI build has no
+    production secrets), the table form's ``provider`` names the store instead. With neither,
+    the build cannot tell which driver the app needs, and refuses rather than build an app that
+    fails at its first request. A provider that disagrees with the URL is refused too.
     """
     leading = _LEADING_VARIABLE.match(storage)
     if leading is not None:
         name = leading.group(1)
         value = os.environ.get(name)
         if not value:
-            host = name.removesuffix("_URL") + "_HOST"
+            if provider is not None:
+                return provider
             raise BuildError(
                 f'storage = "{storage}" hides the store\'s scheme, so the build cannot tell which driver to vendor: '
-                f'write the scheme in the URL (storage = "redis://${{{host}}}", "postgres://...", "dynamodb://...") '
-                f"or set {name} when you build"
+                f'name the store beside the URL, storage = {{ provider = "postgres", url = "{storage}" }} '
+                f"(or redis, dynamodb, sqlite), or set {name} when you build"
             )
-        return storage_scheme(value + storage[leading.end() :])
+        scheme = storage_scheme(value + storage[leading.end() :])
+        if provider is not None and _kind(scheme) != _kind(provider):
+            raise BuildError(
+                f'storage = {{ provider = "{provider}", ... }} but {name} is a {scheme}:// URL: '
+                f'make them agree (provider = "{_kind(scheme)}"), or set {name} to a {provider} URL'
+            )
+        return scheme
     scheme = storage.split(":", 1)[0].lower() if ":" in storage else ""
     if scheme not in SCHEMES:
         raise BuildError(
             f'storage = "{storage}": unknown scheme {scheme!r}: use memory://, sqlite:///path.db, '
             "redis://host:6379, postgres://user@host/db or dynamodb://table?region=..."
         )
+    if provider is not None and _kind(scheme) != _kind(provider):
+        raise BuildError(
+            f'storage = {{ provider = "{provider}", url = "{storage}" }}: the URL is a {scheme}:// URL: '
+            f'make them agree (provider = "{_kind(scheme)}")'
+        )
     return scheme
 
 
-def _store_driver(storage: str) -> list[str]:
-    driver = STORE_DRIVERS.get(storage_scheme(storage))
+def _kind(scheme: str) -> str:
+    """The store a scheme names, one name per driver (``postgresql`` is ``postgres``, ``rediss`` is ``redis``)."""
+    return {"postgresql": "postgres", "rediss": "redis", "valkey": "redis", "valkeys": "redis"}.get(scheme, scheme)
+
+
+def _store_driver(scheme: str) -> list[str]:
+    driver = STORE_DRIVERS.get(scheme)
     if driver is None:
         return []
     name = driver.split("[", 1)[0]
@@ -193,13 +212,13 @@ def _copy_source(root: Path, destination: Path) -> None:
             shutil.copytree(path, destination / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def _requirements(preset: Preset, config: Config, storage: str, project: list[str], found: dict[str, str]) -> list[str]:
+def _requirements(preset: Preset, config: Config, scheme: str, project: list[str], found: dict[str, str]) -> list[str]:
     """What pip installs: the runtime, the host's entry, the store's driver and what the project imports
     (each at the version installed here), then the project's requirements, which win over the rest."""
     chosen: dict[str, str] = {}
     for requirement in (
         *[_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)],
-        *_store_driver(storage),
+        *_store_driver(scheme),
         *_mcp(config, project),
         *([_pinned("cronsim")] if config.tasks else []),  # the tasks' next and last ticks
         *[found[name] for name in sorted(found)],
@@ -348,8 +367,9 @@ def build(
             chosen.check(config, options)
         except ValueError as exc:
             raise BuildError(str(exc)) from None
-    storage = config.storage or DEFAULT_STORE_URL
-    scheme = storage_scheme(storage)
+    storage = config.storage_url or DEFAULT_STORE_URL
+    # netlify runs no Python: its backend, built with another preset, opens the store
+    scheme = storage_scheme(storage, config.storage_provider) if chosen.python_app else ""
     if scheme == "d1" and name != "cloudflare":
         raise BuildError(
             f'storage = "{storage}" is a Cloudflare D1 binding, which only a Worker has: '
@@ -422,7 +442,7 @@ def build(
     if chosen.python_app:
         progress("copying the project")
         _copy_source(root, home / chosen.app_folder)
-        requirements = _requirements(chosen, config, storage, _project_requirements(root), found.distributions)
+        requirements = _requirements(chosen, config, scheme, _project_requirements(root), found.distributions)
         named = {distribution_name(requirement) for requirement in requirements}
         serves_mcp = "mcp" in named  # without the SDK, POST /mcp only answers 501: not a route to list
         if chosen.vendors:
@@ -443,6 +463,7 @@ def build(
         "preset": name,
         "registry": registry,
         "storage": storage,
+        "store_kind": _kind(scheme),  # the store whose driver was vendored: a start with another says so
         "base_path": config.base_path,
         "authorize": config.authorize,
         "max_body_bytes": config.max_body_bytes,
@@ -494,7 +515,7 @@ def build(
         progress("starting the built app in a clean Python")
         try:
             driver = DRIVER_MODULES.get(STORE_DRIVERS.get(scheme, ""))
-            skipped = check_starts(output, chosen.start(options), storage, [driver] if driver else [])
+            skipped = check_starts(output, chosen.start(options), storage, [driver] if driver else [], scheme)
         except ValueError as exc:  # the marker still says incomplete
             raise BuildError(str(exc)) from None
         if skipped is not None:

@@ -7,6 +7,7 @@ build.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +21,7 @@ from agent_unit.http.origins import Origins
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
-__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Task", "load_config", "store_url"]
+__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Storage", "Task", "load_config", "store_url"]
 
 
 ENGINE_KEYS = {
@@ -69,11 +70,22 @@ class Cloudflare(BaseModel):
     merged into the generated wrangler.jsonc (never replacing what agent-unit writes)."""
 
 
+class Storage(BaseModel):
+    """``storage = { provider = "postgres", url = "${DATABASE_URL}" }``: a store URL wholly from the
+    environment, with its kind named apart (as Prisma's ``provider`` and ``url``), so a build on a
+    machine without the production secret still knows which driver to vendor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["memory", "sqlite", "redis", "postgres", "dynamodb", "d1"]
+    url: str
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="agent-unit", pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.-]*$", max_length=100)
-    storage: str | None = None
+    storage: str | Storage | None = None
     preset: str = "server"
     budget: str | None = None
     sweep: str | bool = "* * * * *"
@@ -92,6 +104,16 @@ class Config(BaseModel):
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
     cloudflare: Cloudflare = Cloudflare()
+
+    @property
+    def storage_url(self) -> str | None:
+        """The store's URL, as written (``${NAME}`` expands where the app starts)."""
+        return self.storage.url if isinstance(self.storage, Storage) else self.storage
+
+    @property
+    def storage_provider(self) -> str | None:
+        """The kind of store the table form names (None for a plain URL, whose scheme says it)."""
+        return self.storage.provider if isinstance(self.storage, Storage) else None
 
     @field_validator("budget", "retention")
     @classmethod
@@ -158,8 +180,13 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
         where = _where(source)
         problems = []
         for error in exc.errors(include_url=False):
-            key = ".".join(str(part) for part in error["loc"])
-            message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            loc = error["loc"]
+            if loc[0] == "storage" and len(loc) > 1:  # a URL or a table: only the errors of the form written
+                if loc[1] != ("Storage" if isinstance(values.get("storage"), dict) else "str"):
+                    continue
+                loc = ("storage", *loc[2:])
+            key = ".".join(str(part) for part in loc)
+            message = "unknown key" + _did_you_mean(loc) if error["type"] == "extra_forbidden" else error["msg"]
             if error["loc"][0] == "tasks":  # the schedule's own message; the handler's expected form
                 message = message.removeprefix("Value error, ")
                 if error["type"] == "string_pattern_mismatch":
@@ -176,6 +203,14 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
     return config, source
 
 
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """``: did you mean storage?`` for a misspelt key (``storag``), from the keys of the table it is in."""
+    tables: dict[str, type[BaseModel]] = {"cloudflare": Cloudflare, "tasks": Task, "storage": Storage}
+    table = tables.get(str(loc[0]), Config) if len(loc) > 1 else Config
+    close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1)
+    return f": did you mean {close[0]}?" if close else ""
+
+
 def _where(source: Path | None) -> str:
     if source is None:
         return "the configuration"
@@ -186,4 +221,4 @@ def _where(source: Path | None) -> str:
 
 def store_url(root: str | Path, config: Config) -> str:
     """The storage ``dev`` and ``runs`` open: the configured one, or the SQLite file beside the project."""
-    return config.storage or f"sqlite:///{Path(root).resolve() / DEFAULT_STORE_PATH}"
+    return config.storage_url or f"sqlite:///{Path(root).resolve() / DEFAULT_STORE_PATH}"

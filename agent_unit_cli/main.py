@@ -19,10 +19,12 @@ from agent_unit.discovery import discover_agents
 from . import runs, tasks
 from .build import build, routes
 from .config import Config, load_config, store_url
+from .flags import Command, Group
 from .presets import PRESETS, BuildOptions
 from .report import fail, reported
 
 app = typer.Typer(
+    cls=Group,
     help="Durable runs for any Python agent framework, on any host.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # a bug of ours must not print the user's secrets
@@ -47,7 +49,7 @@ def _main(
     """Durable runs for any Python agent framework, on any host."""
 
 
-@app.command()
+@app.command(cls=Command)
 def agents(root: Path = ROOT) -> None:
     """List the agents found in agents/."""
     with reported():
@@ -63,7 +65,7 @@ def _first_line(text: str | None) -> str:
     return text.splitlines()[0] if text else ""
 
 
-@app.command()
+@app.command(cls=Command)
 def presets() -> None:
     """List the build presets and what each needs."""
     table = Table("preset", "output", "runs on", "storage")
@@ -82,7 +84,7 @@ class LogLevel(StrEnum):
     debug = "debug"
 
 
-@app.command()
+@app.command(cls=Command)
 def dev(
     root: Path = ROOT,
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
@@ -137,11 +139,11 @@ def _dev_banner(served: Any, config: Config, source: Path | None, root: Path, ho
     console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", markup=False, highlight=False)
 
 
-@app.command("build")
+@app.command("build", cls=Command)
 def build_command(
     root: Path = ROOT,
     preset: str | None = typer.Option(
-        None, "--preset", help="server, docker, aws-lambda, vercel or netlify (default: the config's, or server)."
+        None, "--preset", help=f"{', '.join(PRESETS)} (default: the config's, or server)."
     ),
     out: Path | None = typer.Option(None, "--out", help="Output folder (default: the preset's)."),
     arch: str | None = typer.Option(
@@ -196,7 +198,7 @@ def build_command(
     console.print(f"next: [bold]{escape(result.run)}[/bold]")
 
 
-@app.command()
+@app.command(cls=Command)
 def add(
     package: str = typer.Argument(..., help="A package name (pip requirement) or a local package folder."),
     root: Path = ROOT,
@@ -231,7 +233,7 @@ def add(
 
 
 # scheduled tasks: agent_unit_cli/tasks.py
-app.command("task")(tasks.task)
+app.command("task", cls=Command)(tasks.task)
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ from agent_unit.errors import AgentUnitError, ConfigError
 from agent_unit.stores import DEFAULT_STORE_PATH
 
 from .config import load_config, store_url
+from .flags import Command, Group
 from .report import reported
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="List, show, resume and cancel runs (the local store, or --url of a deployment).")
+app = typer.Typer(cls=Group, help="List, show, resume and cancel runs (the local store, or --url of a deployment).")
 console = Console()
 
 ROOT = typer.Option(Path("."), "--root", help="The project folder (its configured storage is used).")
@@ -198,7 +199,7 @@ def list_runs(
     console.print(table)
 
 
-@app.command()
+@app.command(cls=Command)
 def show(
     run_id: str = typer.Argument(..., help="The run's id."),
     as_json: bool = JSON,
@@ -220,7 +221,7 @@ def show(
     console.print(table)
 
 
-@app.command()
+@app.command(cls=Command)
 def resume(
     run_id: str = typer.Argument(..., help="The interrupted run's id."),
     answer: str = typer.Argument(..., help="The answer, as JSON: true, '{\"approved\": true}', '\"text\"'."),
@@ -240,7 +241,7 @@ def resume(
     _print_result(record, as_json)
 
 
-@app.command()
+@app.command(cls=Command)
 def cancel(
     run_id: str = typer.Argument(..., help="The run's id."),
     as_json: bool = JSON,

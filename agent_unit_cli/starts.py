@@ -89,15 +89,20 @@ def interpreter(version: str) -> str | None:
     return None
 
 
-def _environment(storage: str) -> dict[str, str]:
-    """This environment (the check needs what the app reads at start), with unset storage variables filled."""
+def _environment(storage: str, scheme: str) -> dict[str, str]:
+    """This environment (the check needs what the app reads at start), with unset storage variables filled.
+
+    A variable that holds the whole URL (``storage = { provider = "postgres", url = "${DATABASE_URL}" }``)
+    is filled with a URL of the scheme the build vendored for, so the app opens the kind of store it will.
+    """
     environment = dict(os.environ)
+    whole = {"memory": "memory://", "sqlite": f"sqlite:///{PLACEHOLDER}.db"}.get(scheme, f"{scheme}://{PLACEHOLDER}")
     for name in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", storage):
-        environment.setdefault(name, PLACEHOLDER)
+        environment.setdefault(name, whole if scheme and storage.startswith(f"${{{name}}}") else PLACEHOLDER)
     return environment
 
 
-def check_starts(output: Path, start: Start, storage: str, modules: Sequence[str] = ()) -> str | None:
+def check_starts(output: Path, start: Start, storage: str, modules: Sequence[str] = (), scheme: str = "") -> str | None:
     """Start the output in a fresh isolated Python; None when it started, else why it was not checked.
 
     ``modules`` must import there too: those the app imports only later (a store's driver at
@@ -120,7 +125,7 @@ def check_starts(output: Path, start: Start, storage: str, modules: Sequence[str
             done = subprocess.run(
                 [python, "-I", "-S", "-B", "-c", PROBE, str(folder), start.code, ",".join(modules)],
                 cwd=scratch,  # a store file (SQLite's default) lands here, not in the output
-                env=_environment(storage),
+                env=_environment(storage, scheme),
                 capture_output=True,
                 text=True,
                 timeout=TIMEOUT,

@@ -143,7 +143,7 @@ def test_a_name_that_would_break_generated_code_is_refused(tmp_path: Path) -> No
 def test_the_build_vendors_the_driver_of_its_store() -> None:
     from agent_unit_cli.build import _store_driver
 
-    assert _store_driver("redis://cache:6379")[0].startswith("redis==")
-    assert _store_driver("postgres://app@db/runs")[0].startswith("psycopg[binary]==")
-    assert _store_driver("dynamodb://runs?region=eu-west-1")[0].startswith("boto3==")
-    assert _store_driver("sqlite:///.agent-unit/agent-unit.db") == []
+    assert _store_driver("redis")[0].startswith("redis==")
+    assert _store_driver("postgres")[0].startswith("psycopg[binary]==")
+    assert _store_driver("dynamodb")[0].startswith("boto3==")
+    assert _store_driver("sqlite") == []

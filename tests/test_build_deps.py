@@ -231,8 +231,8 @@ def test_an_adapter_installed_from_a_folder_is_vendored_and_serves_its_agent(tmp
         (
             {"agent-unit.toml": 'storage = "${AU_UNSET_STORE_URL}"\n'},
             {},
-            'write the scheme in the URL (storage = "redis://${AU_UNSET_STORE_HOST}", "postgres://...", '
-            '"dynamodb://...") or set AU_UNSET_STORE_URL when you build',
+            'name the store beside the URL, storage = { provider = "postgres", url = "${AU_UNSET_STORE_URL}" } '
+            "(or redis, dynamodb, sqlite), or set AU_UNSET_STORE_URL when you build",
         ),
         (
             {"agent-unit.toml": 'authorize = "auth:check"\n'},

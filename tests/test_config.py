@@ -45,6 +45,8 @@ def test_overrides_win(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("storge = 'x'\n", "agent-unit.toml: storge: unknown key"),
+        ("storag = 'x'\n", "agent-unit.toml: storag: unknown key: did you mean storage?"),
+        ("[cloudflare]\nruntim = 'default'\n", "agent-unit.toml: cloudflare.runtim: unknown key: did you mean runtime"),
         ("max_body_bytes = 'big'\n", "agent-unit.toml: max_body_bytes: Input should be a valid integer"),
         ("budget = '2 fortnights'\n", "agent-unit.toml: budget: Value error, invalid duration '2 fortnights'"),
         ("sweep = 'hourly'\n", "agent-unit.toml: sweep: Value error, must be a cron expression"),

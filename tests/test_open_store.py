@@ -48,6 +48,8 @@ async def test_relative_and_absolute_paths_and_pragmas(tmp_path: Path, monkeypat
         ("sqlite:///x.db?busy_timeout=abc", "busy_timeout='abc' is not a whole number"),
         ("sqlite:///x.db?busy_timeout=-1", "busy_timeout=-1 is negative"),
         ("sqlite://host/x.db", "invalid sqlite store URL: it names a host"),
+        ("sqlite:/x.db", r"write sqlite:///x.db \(relative\) or sqlite:////x.db \(absolute\)"),
+        ("sqlite:x.db", r"write sqlite:///x.db \(relative\) or sqlite:////x.db \(absolute\)"),
         ("mongodb://admin:hunter2@db.internal/runs", "unknown store URL scheme 'mongodb'"),
         ("not a url", "unknown store URL scheme"),
         ("redis://:hunter2@cache.internal:notaport/0", "invalid redis store URL: the port 'notaport' is not a number"),

@@ -34,6 +34,7 @@ async def test_redis_unreachable() -> None:
     port = free_port()
     message = await refused(f"redis://:s3cret@127.0.0.1:{port}/0", "s3cret")
     assert message.startswith("the redis store cannot be reached") and str(port) not in message
+    assert "check the host and port in the store URL, and that the redis server is running" in message
 
 
 async def test_redis_wrong_password() -> None:
@@ -53,6 +54,7 @@ async def test_postgres_unreachable() -> None:
     message = await refused(f"postgres://app:s3cret@127.0.0.1:{port}/runs", "s3cret")
     assert message.startswith("the postgres store cannot be reached")
     assert str(port) not in message and "runs" not in message
+    assert "check the host and port in the store URL, and that the postgres server is running" in message
 
 
 async def test_postgres_wrong_password() -> None:

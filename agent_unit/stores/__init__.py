@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 
 from .. import env
 from ..errors import StoreConfigError
 from .protocol import Store
 
-__all__ = ["DEFAULT_STORE_PATH", "DEFAULT_STORE_URL", "Store", "open_store"]
+__all__ = ["DEFAULT_STORE_PATH", "DEFAULT_STORE_URL", "Store", "check_built_store", "open_store"]
 
 DEFAULT_STORE_PATH = ".agent-unit/agent-unit.db"
 """The embedded default store: a SQLite file under the project (or a server's working directory)."""
@@ -45,6 +46,41 @@ def _driver(module: str, scheme: str, extra: str) -> None:
         importlib.import_module(module)
     except ImportError:
         raise StoreConfigError(f'{scheme}:// needs the {extra} extra: pip install "agent-unit[{extra}]"') from None
+
+
+_DRIVERS = {"redis": "redis.asyncio", "postgres": "psycopg", "dynamodb": "boto3"}
+"""The module each shared store imports, by the store's kind."""
+_KINDS = {"postgresql": "postgres", "rediss": "redis", "valkey": "redis", "valkeys": "redis"}
+
+
+def check_built_store(url: str | None, built_for: str) -> None:
+    """Say in one line when a built app starts with a store of another kind than its build vendored.
+
+    A build vendors one store's driver (``built_for``: redis, postgres, dynamodb...). Started with
+    a URL of another scheme, the app either lacks that driver (a :class:`StoreConfigError` naming
+    both, not a suggestion to pip install into a build) or has it and runs, after a warning.
+    """
+    try:
+        expanded = expand(url or DEFAULT_STORE_URL)
+    except StoreConfigError:
+        return  # open_store names the variable that is not set
+    if ":" not in expanded:
+        return  # no scheme at all: open_store says which ones it opens
+    scheme = expanded.split(":", 1)[0].lower()
+    kind = _KINDS.get(scheme, scheme)
+    if kind == _KINDS.get(built_for, built_for):
+        return
+    message = (
+        f"storage is a {scheme}:// URL, but this app was built for {built_for} (the driver its build vendored): "
+        f'rebuild with storage = {{ provider = "{kind}", url = "..." }}, or give it a {built_for} URL'
+    )
+    module = _DRIVERS.get(kind)
+    if module is not None:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise StoreConfigError(message) from None
+    logging.getLogger("agent_unit").warning(message)
 
 
 def open_store(url: str | None = None) -> Store:

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from ..errors import StoreConfigError, StoreUnavailable
 
-__all__ = ["StoreConfigError", "StoreUnavailable", "number", "options", "safe_url", "unavailable"]
+__all__ = ["StoreConfigError", "StoreUnavailable", "number", "options", "safe_url", "unavailable", "unreachable"]
 
 log = logging.getLogger("agent_unit.stores")
 
@@ -24,6 +24,12 @@ def unavailable(
     """The outage error (``"the {kind} store {problem}: {then}"``), with where and why logged, not shown."""
     log.warning("the %s store at %s %s%s", kind, url, problem, f": {detail}" if detail else "")
     return StoreUnavailable(f"the {kind} store {problem}: {then}")
+
+
+def unreachable(kind: str, *, url: str, detail: str = "") -> StoreUnavailable:
+    """The store did not answer at its address: the user checks the address and the server, not the clock."""
+    then = f"check the host and port in the store URL, and that the {kind} server is running"
+    return unavailable(kind, "cannot be reached", url=url, detail=detail, then=then)
 
 
 def options(kind: str, url: str, allowed: Mapping[str, str] | None) -> dict[str, str]:

@@ -27,7 +27,7 @@ from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import RUN_COLUMNS, VALUE_ERRORS, journal_from_row, list_filter, run_from_row, run_row, value_error
 from ._listen import Listener
 from ._pg_pool import Connections
-from ._url import number, options, safe_url, unavailable
+from ._url import number, options, safe_url, unavailable, unreachable
 from .protocol import TICK_MEMORY
 
 __all__ = ["PostgresStore"]
@@ -218,11 +218,12 @@ class PostgresStore:
             except psycopg.Error as exc:
                 reason = _reason(exc, self._secret)
                 if "password" in reason:
-                    problem, then = "refused the password", "check the store URL"
-                else:
-                    problem = "cannot be reached" if isinstance(exc, psycopg.OperationalError) else "cannot be used"
-                    then = "try again later"
-                raise unavailable("postgres", problem, url=self.url, detail=reason, then=then) from None
+                    raise unavailable(
+                        "postgres", "refused the password", url=self.url, detail=reason, then="check the store URL"
+                    ) from None
+                if isinstance(exc, psycopg.OperationalError):
+                    raise unreachable("postgres", url=self.url, detail=reason) from None
+                raise unavailable("postgres", "cannot be used", url=self.url, detail=reason) from None
             self._ready = True
 
     async def check(self) -> None:
@@ -247,7 +248,7 @@ class PostgresStore:
                 await self._pool.drop_idle()  # after a restart they are all dead: not one failure at a time
                 if not read or attempt == 2:
                     reason = _reason(exc, self._secret)
-                    raise unavailable("postgres", "cannot be reached", url=self.url, detail=reason) from None
+                    raise unreachable("postgres", url=self.url, detail=reason) from None
             except (psycopg.DataError, *VALUE_ERRORS) as exc:
                 # The value, not the server: text psycopg cannot encode, a NUL, JSON or a number
                 # PostgreSQL refuses (SQLSTATE class 22). Nothing was written; it would fail again.

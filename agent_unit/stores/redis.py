@@ -26,7 +26,7 @@ from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import VALUE_ERRORS, run_from_row, run_row, value_error
 from ._listen import Listener
-from ._url import options, safe_url, unavailable
+from ._url import options, safe_url, unavailable, unreachable
 from .protocol import TICK_MEMORY
 
 __all__ = ["RedisStore"]
@@ -290,7 +290,7 @@ class RedisStore:
         except AuthenticationError:
             raise unavailable("redis", "refused the password", url=self.url, then="check the store URL") from None
         except (ConnectionError, TimeoutError, OSError) as exc:
-            raise unavailable("redis", "cannot be reached", url=self.url, detail=repr(exc)) from None
+            raise unreachable("redis", url=self.url, detail=repr(exc)) from None
         except busy as exc:  # the server is up but will not take writes now (out of memory, a replica...)
             raise unavailable("redis", "refused the write for now", url=self.url, detail=repr(exc)) from None
         except (DataError, *VALUE_ERRORS) as exc:  # a value redis-py cannot encode: nothing was sent

@@ -162,6 +162,11 @@ class SQLiteStore:
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
         parts = urlsplit(url)
+        if not url[len("sqlite:") :].startswith("//"):  # sqlite:/x.db would open x.db here, not /x.db
+            name = parts.path.lstrip("/")
+            raise StoreConfigError(
+                f"invalid sqlite store URL: write sqlite:///{name} (relative) or sqlite:////{name} (absolute)"
+            )
         path = parts.path[1:] if parts.path.startswith("/") else parts.path
         if parts.netloc:
             raise StoreConfigError(

@@ -87,7 +87,7 @@ def task_schedules(tasks: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def context(config: Any, options: BuildOptions) -> dict[str, Any]:
-    storage = config.storage or ""
+    storage = config.storage_url or ""
     table = None
     if storage.startswith("dynamodb://"):
         parts = urlsplit(storage)

@@ -156,7 +156,7 @@ def check(config: Any, options: BuildOptions) -> None:
     if options.arch is not None:
         raise ValueError(f"--arch {options.arch}: Workers run Python on WebAssembly: leave --arch out")
     cloudflare = config.cloudflare
-    if config.server is None and (problem := refused_store(config.storage, cloudflare.runtime)):
+    if config.server is None and (problem := refused_store(config.storage_url, cloudflare.runtime)):
         raise ValueError(problem)
     if uses := reserved_uses(cloudflare.wrangler):
         raise ValueError(
@@ -168,11 +168,11 @@ def check(config: Any, options: BuildOptions) -> None:
             f"cloudflare.wrangler.{owned[0]}: the build writes it (src/{ENTRY}.py, the Worker's entry): remove it"
         )
     if cloudflare.runtime == "default" and config.server is None:
-        binding = (config.storage or "").partition("://")[2]
+        binding = (config.storage_url or "").partition("://")[2]
         databases = cloudflare.wrangler.get("d1_databases", [])
         if not any(isinstance(item, dict) and item.get("binding") == binding for item in databases):
             raise ValueError(
-                f'storage = "{config.storage}" needs a D1 database bound as {binding}: add it to agent-unit.toml, '
+                f'storage = "{config.storage_url}" needs a D1 database bound as {binding}: add it to agent-unit.toml, '
                 f'[[cloudflare.wrangler.d1_databases]] binding = "{binding}", database_name = "...", '
                 'database_id = "..." (wrangler d1 create prints both)'
             )
