@@ -52,7 +52,7 @@ from .responses import JSONResponse
 from .routes import served_routes
 from .sse import SSEResponse, event_messages
 
-__all__ = ["AgentUnit", "agent_units", "create_agent_unit", "host_defaults"]
+__all__ = ["AgentUnit", "agent_units", "clear_host_defaults", "create_agent_unit", "host_defaults"]
 
 log = logging.getLogger("agent_unit.http")
 
@@ -113,6 +113,12 @@ def host_defaults(
         "allowed_hosts": None if allowed_hosts is None else list(allowed_hosts),
     }
     _host.update({key: value for key, value in given.items() if value is not None})
+
+
+def clear_host_defaults() -> None:
+    """Forget what :func:`host_defaults` set: for a process that serves one host's app after
+    another's (a test suite), so the next unit gets the library's own defaults."""
+    _host.clear()
 
 
 _count = itertools.count()
