@@ -138,7 +138,7 @@ def app(gateway: Gateway) -> ASGIApp:
             require_json(request)
             refuse_declared_oversize(request, gateway.max_body_bytes)
         except AgentUnitError as exc:
-            await JSONResponse(exc.to_dict(), status_code=exc.status)(scope, receive, send)
+            await JSONResponse(exc.to_dict(), status_code=exc.status, headers=exc.headers())(scope, receive, send)
             return
         manager = StreamableHTTPSessionManager(
             server,
