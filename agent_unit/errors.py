@@ -78,6 +78,10 @@ class AgentUnitError(Exception):
             error["details"] = self.details
         return {"error": error}
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers every response for this error carries, whichever route writes it."""
+        return {}
+
 
 class AgentNotFound(AgentUnitError):
     code, status = "agent_not_found", 404
@@ -222,6 +226,9 @@ class StoreUnavailable(AgentUnitError):
     code, status = "store_unavailable", 503
     retry_after: int = 1
     """Seconds a client should wait before it tries again (the ``Retry-After`` header)."""
+
+    def headers(self) -> dict[str, str]:
+        return {"retry-after": str(self.retry_after)}  # an outage: the same request may succeed a moment later
 
 
 class StoreConfigError(StoreUnavailable, ValueError):

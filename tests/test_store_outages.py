@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from agent_unit import create_agent_unit
+from agent_unit.errors import StoreUnavailable
 
 from .http_agents import AGENTS
 from .server import Server
@@ -219,3 +221,20 @@ async def test_a_tick_due_while_the_sqlite_file_stays_locked_runs_once_the_lock_
     assert "waiting to be claimed: digest at 2026-03-02T08:00:00+00:00" in caplog.text
     assert "the scheduler can use the store again" in caplog.text
     await store.close()
+
+
+def authorize_through_a_store_that_is_down(request: Any, action: str, run: Any) -> bool:
+    """A user's ``authorize`` that reads a store of its own, which is down."""
+    raise StoreUnavailable("the redis store cannot be reached: try again later")
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/runs"), ("GET", "/ui/"), ("POST", "/mcp")])
+async def test_every_route_answers_a_store_outage_with_503_and_retry_after(method: str, path: str) -> None:
+    app = create_agent_unit(AGENTS, store="memory://", ui=True, authorize=authorize_through_a_store_that_is_down)
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+        answer = await http.request(method, path, headers=headers, json={} if method == "POST" else None)
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"]["code"] == "store_unavailable"
+    assert int(answer.headers["retry-after"]) >= 1  # the client is told when to try again
+    await app.engine.aclose()

@@ -289,10 +289,7 @@ def _error(status: int, code: str, message: str, details: Any = None) -> JSONRes
 
 async def _agent_unit_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AgentUnitError)
-    response = JSONResponse(exc.to_dict(), status_code=exc.status)
-    if isinstance(exc, StoreUnavailable):  # an outage: the same request may succeed a moment later
-        response.headers["retry-after"] = str(exc.retry_after)
-    return response
+    return JSONResponse(exc.to_dict(), status_code=exc.status, headers=exc.headers())
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

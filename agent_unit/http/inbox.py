@@ -94,7 +94,7 @@ def create_inbox(api: str, *, authorize: Authorize | str | None = None) -> Starl
 async def _error(request: Request, exc: Exception) -> Response:
     """Errors as the API writes them: ``{"error": {"code", "message"}}``."""
     if isinstance(exc, AgentUnitError):
-        return JSONResponse(exc.to_dict(), status_code=exc.status)
+        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=exc.headers())
     assert isinstance(exc, HTTPException)
     code = {404: RouteNotFound.code, 405: MethodNotAllowed.code}.get(exc.status_code, HttpError.code)
     message = f"no route {request.method} {request.url.path}"

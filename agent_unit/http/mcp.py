@@ -140,7 +140,7 @@ def app(gateway: Gateway) -> ASGIApp:
             # Read here, bounded, so a client that leaves mid-body is one quiet line, not the SDK's traceback.
             body = await read_body(request, gateway.max_body_bytes)
         except AgentUnitError as exc:
-            await JSONResponse(exc.to_dict(), status_code=exc.status)(scope, receive, send)
+            await JSONResponse(exc.to_dict(), status_code=exc.status, headers=exc.headers())(scope, receive, send)
             return
         except ClientDisconnect:
             log.debug("agent-unit: the client left POST /mcp before sending its whole body")

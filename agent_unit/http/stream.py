@@ -10,6 +10,7 @@ can write whatever its transport needs to keep the connection open.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Final
@@ -74,7 +75,11 @@ async def read_stream(
         if events:
             idle = 0.0
             continue
-        timeout = min(poll_interval, keepalive - idle)
+        # While the store's subscription hears every write, a notification wakes the reader: it
+        # reads again only to send a keep-alive. Either way at a random point of the interval, so
+        # streams opened together (a burst of followers) do not read the store together ever after.
+        interval = keepalive if engine.tail.hearing else poll_interval
+        timeout = min(interval * random.uniform(0.5, 1.0), keepalive - idle)
         woken = await _first(waiter, stop, timeout)
         if woken:
             idle = 0.0

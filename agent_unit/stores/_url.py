@@ -8,12 +8,22 @@ why go to the log, with the URL's password removed.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from ..errors import StoreConfigError, StoreUnavailable
 
-__all__ = ["StoreConfigError", "StoreUnavailable", "number", "options", "safe_url", "unavailable", "unreachable"]
+__all__ = [
+    "StoreConfigError",
+    "StoreUnavailable",
+    "number",
+    "options",
+    "safe_url",
+    "seconds",
+    "unavailable",
+    "unreachable",
+]
 
 log = logging.getLogger("agent_unit.stores")
 
@@ -71,6 +81,19 @@ def number(kind: str, name: str, value: str) -> int:
         return int(value)
     except ValueError:
         raise StoreConfigError(f"invalid {kind} store URL: {name}={value!r} is not a whole number") from None
+
+
+def seconds(kind: str, name: str, value: str) -> float:
+    """A positive number of seconds (``2``, ``0.5``), or a :class:`StoreConfigError` naming the option."""
+    try:
+        found = float(value)
+    except ValueError:
+        found = math.nan
+    if not (math.isfinite(found) and found > 0):
+        raise StoreConfigError(
+            f"invalid {kind} store URL: {name}={value!r} is not a number of seconds above 0 (e.g. {name}=5)"
+        )
+    return found
 
 
 def safe_url(url: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import RUN_COLUMNS, VALUE_ERRORS, journal_from_row, list_filter, run_from_row, run_row, value_error
-from ._listen import Listener
+from ._listen import HEARING, Listener
 from ._pg_pool import Connections
 from ._url import number, options, safe_url, unavailable, unreachable
 from .protocol import TICK_MEMORY
@@ -384,15 +384,17 @@ class PostgresStore:
 
     # live tails
 
-    def watch(self, notify: Callable[[str], None]) -> None:
-        """Call ``notify(run_id)`` whenever any process stores events (LISTEN/NOTIFY), until closed."""
-        self._listener.start(notify)
+    def watch(self, notify: Callable[[str], None], hearing: Callable[[bool], None]) -> None:
+        """Call ``notify(run_id)`` whenever any process stores events (LISTEN/NOTIFY), until closed;
+        ``hearing(True)`` once listening, ``hearing(False)`` when the connection is lost."""
+        self._listener.start(notify, hearing)
 
     async def _notifications(self) -> AsyncIterator[str]:
         import psycopg
 
         async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
             await conn.execute(f"LISTEN {CHANNEL}")
+            yield HEARING  # in effect once it returns: every write after it is heard
             async for message in conn.notifies():
                 yield message.payload
 

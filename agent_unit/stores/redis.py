@@ -10,6 +10,12 @@ id, so a reader in another process wakes at once.
 
 Keys share a prefix (``?prefix=``, default ``agent-unit:``). A script names keys it builds
 from that prefix, so this store needs a single Redis (or Valkey) server, not a cluster.
+
+Commands share a pool of ``?max_connections=`` (default 50) connections. A burst larger than
+the pool queues for one (redis-py's ``BlockingConnectionPool``) for up to ``?pool_timeout=``
+seconds (default 10), then fails as :class:`StoreUnavailable` (a 503 with ``Retry-After``):
+never at once, as redis-py's default pool does when it is full. The live tail's subscription
+has a connection of its own, outside the pool, and wakes every reader of the process.
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._codec import VALUE_ERRORS, run_from_row, run_row, value_error
-from ._listen import Listener
-from ._url import options, safe_url, unavailable, unreachable
+from ._listen import HEARING, Listener
+from ._url import number, options, safe_url, seconds, unavailable, unreachable
 from .protocol import TICK_MEMORY
 
 __all__ = ["RedisStore"]
@@ -204,12 +210,32 @@ _SSL_OPTIONS: tuple[str, ...] = (
     "ssl_keyfile",
 )
 _SSL_OPTIONS += ("ssl_password", "client_name", "username", "password")
+_OURS = frozenset({"prefix", "max_connections", "pool_timeout"})
+"""The URL's options this store takes itself; redis-py gets the rest."""
+
+MAX_CONNECTIONS = 50
+"""Connections in the pool, by default: a burst beyond them queues (``?max_connections=``)."""
+POOL_TIMEOUT = 10.0
+"""Seconds a command waits for a free connection before it fails as a 503, by default (``?pool_timeout=``)."""
 
 
 def _busy_errors() -> tuple[type[Exception], ...]:
     from redis.exceptions import BusyLoadingError, MasterDownError, OutOfMemoryError, ReadOnlyError, TryAgainError
 
     return (BusyLoadingError, MasterDownError, OutOfMemoryError, ReadOnlyError, TryAgainError)
+
+
+def _waited_in_vain(exc: BaseException) -> bool:
+    """The pool had no free connection within ``pool_timeout``: busy, not unreachable.
+
+    redis-py's ``BlockingConnectionPool`` raises a ``ConnectionError`` from the ``TimeoutError``
+    of its wait; no other ``ConnectionError`` has a ``TimeoutError`` as its cause (a connect that
+    times out is redis-py's own ``TimeoutError``). ``MaxConnectionsError`` is the full pool of
+    redis-py's default pool, which this store does not use, named here should a pool raise it.
+    """
+    from redis.exceptions import MaxConnectionsError
+
+    return isinstance(exc, MaxConnectionsError) or isinstance(exc.__cause__, TimeoutError)
 
 
 def _number(value: float | None) -> str:
@@ -234,17 +260,32 @@ def _events(events: Sequence[str]) -> list[str]:
 class RedisStore:
     """``redis://[:password@]host:6379/0?prefix=agent-unit:`` (``rediss://`` for TLS)."""
 
-    def __init__(self, url: str, *, prefix: str = "agent-unit:") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "agent-unit:",
+        max_connections: int = MAX_CONNECTIONS,
+        pool_timeout: float = POOL_TIMEOUT,
+    ) -> None:
         import redis.asyncio as redis
-
-        self.url = safe_url(url)
-        self._prefix = prefix
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
 
+        self.url = safe_url(url)
+        self._prefix = prefix
+        self.max_connections = max_connections
+        self.pool_timeout = pool_timeout
         # No blind retries: a write whose reply was lost may have landed, so it fails as
         # StoreUnavailable (the run is recovered from its journal); reads retry once in _read.
-        self._redis = redis.Redis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0))
+        retry = Retry(NoBackoff(), 0)
+        pool = redis.BlockingConnectionPool.from_url(
+            url, decode_responses=True, retry=retry, max_connections=max_connections, timeout=pool_timeout
+        )
+        self._redis = redis.Redis.from_pool(pool)  # closes the pool when it closes
+        # The live tail's subscription holds a connection for as long as the process listens:
+        # one of its own, so it never takes one of the pool's from a burst of reads.
+        self._subscriber = redis.Redis.from_url(url, decode_responses=True, retry=retry, max_connections=1)
         self._scripts = {
             name: self._redis.register_script(source)
             for name, source in (
@@ -266,12 +307,23 @@ class RedisStore:
 
         allowed = {"prefix": "key prefix", **{name: "redis-py option" for name in URL_QUERY_ARGUMENT_PARSERS}}
         allowed |= {name: "redis-py option" for name in _SSL_OPTIONS}
+        allowed |= {"max_connections": "connections in the pool", "pool_timeout": "seconds to wait for one"}
+        allowed.pop("timeout", None)  # redis-py's name for the pool's wait: pool_timeout says which timeout it is
         found = options("redis", url, allowed)
         prefix = found.pop("prefix", "agent-unit:")
+        pool: dict[str, Any] = {}
+        if "max_connections" in found:
+            pool["max_connections"] = number("redis", "max_connections", found.pop("max_connections"))
+            if pool["max_connections"] < 1:
+                raise StoreConfigError(
+                    f"invalid redis store URL: max_connections={pool['max_connections']} must be at least 1"
+                )
+        if "pool_timeout" in found:
+            pool["pool_timeout"] = seconds("redis", "pool_timeout", found.pop("pool_timeout"))
         parts = urlsplit(url)
-        rest = urlencode({key: values[-1] for key, values in parse_qs(parts.query).items() if key != "prefix"})
+        rest = urlencode({key: values[-1] for key, values in parse_qs(parts.query).items() if key not in _OURS})
         try:
-            return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, rest, "")), prefix=prefix)
+            return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, rest, "")), prefix=prefix, **pool)
         except ValueError as exc:  # redis-py's own check of an option's value; it never repeats the password
             raise StoreConfigError(f"invalid redis store URL: {exc}") from None
 
@@ -290,6 +342,12 @@ class RedisStore:
         except AuthenticationError:
             raise unavailable("redis", "refused the password", url=self.url, then="check the store URL") from None
         except (ConnectionError, TimeoutError, OSError) as exc:
+            if _waited_in_vain(exc):
+                detail = (
+                    f"none of its {self.max_connections} connections was free within {self.pool_timeout:g} s "
+                    "(if this goes on, raise max_connections or pool_timeout in the store URL)"
+                )
+                raise unavailable("redis", "is busy", url=self.url, detail=detail) from None
             raise unreachable("redis", url=self.url, detail=repr(exc)) from None
         except busy as exc:  # the server is up but will not take writes now (out of memory, a replica...)
             raise unavailable("redis", "refused the write for now", url=self.url, detail=repr(exc)) from None
@@ -305,8 +363,9 @@ class RedisStore:
                 return await read()
             except AuthenticationError:
                 pass  # the same answer again: report it below
-            except (ConnectionError, TimeoutError, OSError):
-                pass
+            except (ConnectionError, TimeoutError, OSError) as exc:
+                if _waited_in_vain(exc):
+                    raise  # it waited its bound for a connection already: not twice
             return await read()
 
     async def _call(self, script: str, run_id: str, args: list[str]) -> list[Any]:
@@ -469,18 +528,23 @@ class RedisStore:
 
     # live tails
 
-    def watch(self, notify: Callable[[str], None]) -> None:
-        """Call ``notify(run_id)`` whenever any process stores events (Redis pub/sub), until closed."""
-        self._listener.start(notify)
+    def watch(self, notify: Callable[[str], None], hearing: Callable[[bool], None]) -> None:
+        """Call ``notify(run_id)`` whenever any process stores events (Redis pub/sub), until closed;
+        ``hearing(True)`` once subscribed, ``hearing(False)`` when the subscription is lost."""
+        self._listener.start(notify, hearing)
 
     async def _notifications(self) -> AsyncIterator[str]:
-        async with self._redis.pubsub(ignore_subscribe_messages=True) as pubsub:
+        async with self._subscriber.pubsub() as pubsub:
             await pubsub.subscribe(f"{self._prefix}tail")
             async for message in pubsub.listen():
-                yield message["data"]
+                if message["type"] == "subscribe":  # Redis confirms once it is in effect: every write after is heard
+                    yield HEARING
+                elif message["type"] == "message":
+                    yield message["data"]
 
     async def close(self) -> None:
         await self._listener.close()
+        await self._subscriber.aclose()
         await self._redis.aclose()
 
     # -- scheduled tasks: one claim per (task, tick), a lease until finished -----------------
