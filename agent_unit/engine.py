@@ -807,7 +807,7 @@ class RunEngine:
             await self.wake(run_id)
         elif record.status in _LEASED and record.due_at is not None and run_id not in self._executions:
             if record.due_at <= self.clock.time():
-                await self.sweep()  # the lease lapsed: recover the run (and any other due one)
+                await self._sweep_one(record, SweepResult())  # the lease lapsed: recover this run, from this read
             elif self._lapses(record):
                 self._arm(run_id, record.due_at + _LAPSE_MARGIN)  # renewed: follow it to its new expiry
 

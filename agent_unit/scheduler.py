@@ -261,17 +261,22 @@ async def run_claimed_tick(
     """
     at = due.timestamp()
     renewing = asyncio.ensure_future(_renew(store, task.name, at, owner, clock, lease))
-    error: Exception | None = None
     try:
-        try:
-            await run_task(task, due, handler)
-        except Exception as exc:  # noqa: BLE001 - the user's handler: logged with its own lines
-            log.error("task %s (tick %s) failed:\n%s", task.name, due.isoformat(), handler_error(exc))
-            error = exc
+        error = await _run_handler(task, due, handler)
         await _finish(store, task.name, due, owner, lease)
     finally:
         renewing.cancel()
     return error
+
+
+async def _run_handler(task: Task, due: datetime, handler: Callable[..., Any] | None = None) -> Exception | None:
+    """Run the tick's handler; what it raised (logged here with the user's own traceback lines), or None."""
+    try:
+        await run_task(task, due, handler)
+    except Exception as exc:  # noqa: BLE001 - the user's handler: logged with its own lines
+        log.error("task %s (tick %s) failed:\n%s", task.name, due.isoformat(), handler_error(exc))
+        return exc
+    return None
 
 
 async def _renew(store: Store, name: str, at: float, owner: str, clock: Clock, lease: timedelta) -> None:
@@ -324,13 +329,8 @@ async def run_host_tick(task: Task, scheduled_at: datetime, store: Store | None,
     Returns ``{"task", "scheduled_at", "ran"}`` and ``"error"`` when the handler failed.
     """
     result: dict[str, Any] = {"task": task.name, "scheduled_at": scheduled_at.isoformat(), "ran": False}
-    error: Exception | None = None
     if store is None:
-        try:
-            await run_task(task, scheduled_at)
-        except Exception as exc:  # noqa: BLE001 - the user's handler: logged with its own lines
-            log.error("task %s (tick %s) failed:\n%s", task.name, scheduled_at.isoformat(), handler_error(exc))
-            error = exc
+        error = await _run_handler(task, scheduled_at)
     else:
         clock = SystemClock()
         claimant = f"{owner}:{new_id('t')[-8:]}"  # each delivery a claimant of its own, renewing only its claim

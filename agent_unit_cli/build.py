@@ -28,7 +28,7 @@ from agent_unit.discovery import agent_sources, load_registry
 from agent_unit.errors import AdapterError, BuildError, DiscoveryError, PipError, ServerError, TaskError
 from agent_unit.http.auth import load_authorize
 from agent_unit.http.routes import public_routes
-from agent_unit.stores import DEFAULT_STORE_URL
+from agent_unit.stores import DEFAULT_STORE_URL, store_kind
 from agent_unit.tasks import tasks_from_config
 
 from . import pip
@@ -73,10 +73,10 @@ def storage_scheme(storage: str, provider: str | None = None) -> str:
                 f"(or redis, dynamodb, sqlite), or set {name} when you build"
             )
         scheme = storage_scheme(value + storage[leading.end() :])
-        if provider is not None and _kind(scheme) != _kind(provider):
+        if provider is not None and store_kind(scheme) != store_kind(provider):
             raise BuildError(
                 f'storage = {{ provider = "{provider}", ... }} but {name} is a {scheme}:// URL: '
-                f'make them agree (provider = "{_kind(scheme)}"), or set {name} to a {provider} URL'
+                f'make them agree (provider = "{store_kind(scheme)}"), or set {name} to a {provider} URL'
             )
         return scheme
     scheme = storage.split(":", 1)[0].lower() if ":" in storage else ""
@@ -85,17 +85,12 @@ def storage_scheme(storage: str, provider: str | None = None) -> str:
             f'storage = "{storage}": unknown scheme {scheme!r}: use memory://, sqlite:///path.db, '
             "redis://host:6379, postgres://user@host/db or dynamodb://table?region=..."
         )
-    if provider is not None and _kind(scheme) != _kind(provider):
+    if provider is not None and store_kind(scheme) != store_kind(provider):
         raise BuildError(
             f'storage = {{ provider = "{provider}", url = "{storage}" }}: the URL is a {scheme}:// URL: '
-            f'make them agree (provider = "{_kind(scheme)}")'
+            f'make them agree (provider = "{store_kind(scheme)}")'
         )
     return scheme
-
-
-def _kind(scheme: str) -> str:
-    """The store a scheme names, one name per driver (``postgresql`` is ``postgres``, ``rediss`` is ``redis``)."""
-    return {"postgresql": "postgres", "rediss": "redis", "valkey": "redis", "valkeys": "redis"}.get(scheme, scheme)
 
 
 def _store_driver(scheme: str) -> list[str]:
@@ -463,7 +458,7 @@ def build(
         "preset": name,
         "registry": registry,
         "storage": storage,
-        "store_kind": _kind(scheme),  # the store whose driver was vendored: a start with another says so
+        "store_kind": store_kind(scheme),  # the store whose driver was vendored: a start with another says so
         "base_path": config.base_path,
         "authorize": config.authorize,
         "max_body_bytes": config.max_body_bytes,

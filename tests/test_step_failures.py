@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ag_ui.core import StepFinishedEvent
 
-from agent_unit import Run, RunStatus, define_agent
+from agent_unit import Run, RunRecord, RunStatus, define_agent
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
@@ -64,15 +65,24 @@ async def test_the_run_error_names_a_replayed_step_after_a_restart(sqlite_path: 
                 raise
         return "kept going"
 
-    first = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))
-    parked = await first.run("a")
-    await first.close()
-    await first.store.close()
-    second = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))  # the error is rebuilt from the journal
-    record = await second.resume(parked.id, True)
+    record = await resume_after_a_restart(agent, sqlite_path, True)
     assert record.status == RunStatus.failed and record.error is not None
     assert record.error.type == "PaymentDeclined" and record.error.step == "charge"
-    await second.close()
+
+
+async def resume_after_a_restart(agent: Any, sqlite_path: Path, answer: Any) -> RunRecord:
+    """Run ``agent`` until it parks, close its unit, and answer it in a new unit over the same
+    file: a step's error is then rebuilt from the journal."""
+    first = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))
+    parked = await first.run("a")
+    assert parked.status == RunStatus.interrupted
+    await first.close()
+    await first.store.close()
+    second = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))
+    try:
+        return await second.resume(parked.id, answer)
+    finally:
+        await second.close()
 
 
 async def test_a_failed_step_is_reported_failed_in_the_event_stream() -> None:
@@ -138,12 +148,5 @@ async def test_an_unprintable_step_error_the_agent_catches_replays_as_the_same_t
             return f"declined, {answer}"
         return "charged"
 
-    first = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))
-    parked = await first.run("a")
-    assert parked.status == RunStatus.interrupted
-    await first.close()
-    await first.store.close()
-    second = create_test_unit({"a": agent}, SQLiteStore(sqlite_path))  # the error is rebuilt from the journal
-    done = await second.resume(parked.id, "no")
+    done = await resume_after_a_restart(agent, sqlite_path, "no")
     assert done.status == RunStatus.completed and done.output == "declined, no"
-    await second.close()

@@ -14,7 +14,7 @@ from .. import env
 from ..errors import StoreConfigError
 from .protocol import Store
 
-__all__ = ["DEFAULT_STORE_PATH", "DEFAULT_STORE_URL", "Store", "check_built_store", "open_store"]
+__all__ = ["DEFAULT_STORE_PATH", "DEFAULT_STORE_URL", "Store", "check_built_store", "open_store", "store_kind"]
 
 DEFAULT_STORE_PATH = ".agent-unit/agent-unit.db"
 """The embedded default store: a SQLite file under the project (or a server's working directory)."""
@@ -39,18 +39,26 @@ def expand(url: str) -> str:
     return _VARIABLE.sub(value, url)
 
 
-def _driver(module: str, scheme: str, extra: str) -> None:
+_ALIASES = {"postgresql": "postgres", "rediss": "redis", "valkey": "redis", "valkeys": "redis"}
+_DRIVERS = {"redis": ("redis.asyncio", "redis"), "postgres": ("psycopg", "postgres"), "dynamodb": ("boto3", "aws")}
+"""The module each shared store imports, and the extra that installs it, by the store's kind."""
+
+
+def store_kind(scheme: str) -> str:
+    """The store a URL scheme opens, one name per driver: ``postgresql`` is ``postgres``,
+    ``rediss`` and ``valkey`` are ``redis``."""
+    scheme = scheme.lower()
+    return _ALIASES.get(scheme, scheme)
+
+
+def _driver(kind: str) -> None:
     """Import the store's driver now (the store would at its first use): a missing one is one
     message that names the extra to install, not an ImportError at the first request."""
+    module, extra = _DRIVERS[kind]
     try:
         importlib.import_module(module)
     except ImportError:
-        raise StoreConfigError(f'{scheme}:// needs the {extra} extra: pip install "agent-unit[{extra}]"') from None
-
-
-_DRIVERS = {"redis": "redis.asyncio", "postgres": "psycopg", "dynamodb": "boto3"}
-"""The module each shared store imports, by the store's kind."""
-_KINDS = {"postgresql": "postgres", "rediss": "redis", "valkey": "redis", "valkeys": "redis"}
+        raise StoreConfigError(f'{kind}:// needs the {extra} extra: pip install "agent-unit[{extra}]"') from None
 
 
 def check_built_store(url: str | None, built_for: str) -> None:
@@ -67,17 +75,16 @@ def check_built_store(url: str | None, built_for: str) -> None:
     if ":" not in expanded:
         return  # no scheme at all: open_store says which ones it opens
     scheme = expanded.split(":", 1)[0].lower()
-    kind = _KINDS.get(scheme, scheme)
-    if kind == _KINDS.get(built_for, built_for):
+    kind = store_kind(scheme)
+    if kind == store_kind(built_for):
         return
     message = (
         f"storage is a {scheme}:// URL, but this app was built for {built_for} (the driver its build vendored): "
         f'rebuild with storage = {{ provider = "{kind}", url = "..." }}, or give it a {built_for} URL'
     )
-    module = _DRIVERS.get(kind)
-    if module is not None:
+    if kind in _DRIVERS:
         try:
-            importlib.import_module(module)
+            importlib.import_module(_DRIVERS[kind][0])
         except ImportError:
             raise StoreConfigError(message) from None
     logging.getLogger("agent_unit").warning(message)
@@ -91,6 +98,9 @@ def open_store(url: str | None = None) -> Store:
     """
     url = expand(url or DEFAULT_STORE_URL)
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    kind = store_kind(scheme)
+    if kind in _DRIVERS:
+        _driver(kind)
     if scheme == "memory":
         from .memory import MemoryStore
 
@@ -99,18 +109,15 @@ def open_store(url: str | None = None) -> Store:
         from .sqlite import SQLiteStore
 
         return SQLiteStore.from_url(url)
-    if scheme in ("redis", "rediss", "valkey", "valkeys"):
-        _driver("redis.asyncio", "redis", "redis")
+    if kind == "redis":
         from .redis import RedisStore
 
         return RedisStore.from_url(url.replace("valkey", "redis", 1) if scheme.startswith("valkey") else url)
-    if scheme in ("postgres", "postgresql"):
-        _driver("psycopg", "postgres", "postgres")
+    if kind == "postgres":
         from .postgres import PostgresStore
 
         return PostgresStore.from_url(url)
-    if scheme == "dynamodb":
-        _driver("boto3", "dynamodb", "aws")
+    if kind == "dynamodb":
         from .dynamodb import DynamoDBStore
 
         return DynamoDBStore.from_url(url)
