@@ -16,12 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from agent_unit.errors import BuildError, StoreConfigError
 from agent_unit_cli.build import storage_scheme
 from agent_unit_cli.main import app
+
+from .server import free_port, wait_until_up
 
 FIXTURES = Path(__file__).parent / "fixtures"
 runner = CliRunner()
@@ -81,12 +84,13 @@ def test_netlify_never_refuses_a_storage_url_from_the_environment(
 
 
 def test_a_built_server_vendors_the_named_driver_and_refuses_another_scheme_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str
 ) -> None:
     monkeypatch.delenv("AU_TEST_DATABASE_URL", raising=False)
     code, result = _build(_project(tmp_path, TABLE))
     assert code == 0, result
-    output = Path(result["output"])
+    output = tmp_path / "moved"  # a moved copy, started with no site-packages: only what the build vendored
+    shutil.move(result["output"], output)
     assert (output / "vendor" / "psycopg").is_dir() and not (output / "vendor" / "redis").exists()
     environment = {"PATH": os.environ["PATH"], "PORT": "1", "AU_TEST_DATABASE_URL": "redis://127.0.0.1:1"}
     started = subprocess.run(
@@ -96,6 +100,17 @@ def test_a_built_server_vendors_the_named_driver_and_refuses_another_scheme_in_o
     lines = started.stderr.strip().splitlines()
     assert len(lines) == 1, started.stderr
     assert "redis:// URL" in lines[0] and "built for postgres" in lines[0]
+
+    # With the URL of the kind it was built for, set only when it starts, the same copy serves.
+    port = free_port()
+    environment = {"PATH": os.environ["PATH"], "PORT": str(port), "AU_TEST_DATABASE_URL": postgres_url}
+    server = subprocess.Popen([sys.executable, "-I", "-S", "main.py"], cwd=output, env=environment)
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}")
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
 
 
 def test_a_store_of_another_kind_whose_driver_is_here_is_logged_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
