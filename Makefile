@@ -5,7 +5,11 @@ PY := $(VENV)/bin/python
 # tests run in an environment of their own, resolved as a user's `agent-unit[strands]` is.
 STRANDS_VENV ?= .venv-strands
 
-.PHONY: demo test matrix bench conformance
+# The suite runs in parallel worker processes (pytest-xdist). Most tests wait on a server, a
+# subprocess or a browser rather than on the CPU, so twice the cores keeps both cores busy.
+WORKERS ?= 4
+
+.PHONY: demo test check matrix bench conformance
 
 # One environment for everything: the runtime, the CLI and the test tools.
 $(VENV)/.installed: pyproject.toml
@@ -23,12 +27,18 @@ $(STRANDS_VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed  ## the refund example: pause, restart in a new process, resume
 	$(PY) examples/refund/main.py
 
-test: $(VENV)/.installed $(STRANDS_VENV)/.installed  ## lint, then the whole test suite
+test: $(VENV)/.installed $(STRANDS_VENV)/.installed  ## lint, types, then every test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy
-	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider tests/test_adapter_strands.py
-	$(PY) -m pytest
+	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider tests/adapters/test_adapter_strands.py
+	$(PY) -m pytest -n $(WORKERS)
+
+check: $(VENV)/.installed  ## the quick tier: lint, types and the tests that need no server, browser or build
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m mypy
+	$(PY) -m pytest -n $(WORKERS) -m "not slow"
 
 matrix: $(VENV)/.installed  ## examples/universal: every framework on every host (builds every preset: slow)
 	$(PY) examples/universal/matrix.py

@@ -13,8 +13,8 @@ from agent_unit.stores.d1 import D1Store
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 
-from .cloudflare.d1_sim import D1Database
-from .servers import DynamoDBEmulator, PostgresServer, RedisServer
+from .hosts.cloudflare.d1_sim import D1Database
+from .support.servers import DynamoDBEmulator, PostgresServer, RedisServer
 
 StoreFactory = Callable[[], Store]
 
@@ -23,11 +23,23 @@ StoreFactory = Callable[[], Store]
 # Redis and PostgreSQL are real servers, one per test session, on loopback ports.
 # DynamoDB runs on moto's server mode: an emulator, not AWS (no AWS account is reachable here).
 # D1 runs on workerd's own D1 (through Miniflare, from the wrangler npm package: a JavaScript
-# Worker serves the binding to the tests) and on its simulation (tests/cloudflare/d1_sim.py:
+# Worker serves the binding to the tests) and on its simulation (tests/hosts/cloudflare/d1_sim.py:
 # real SQLite with D1's batch semantics), which needs no node.
 STORES = ["memory", "sqlite", "redis", "postgres", "dynamodb-emulator", "d1-workerd", "d1-simulation"]
 
 _prefixes = itertools.count()
+
+
+# A test that reaches one of these servers is slow: `make check` leaves it out.
+SERVER_FIXTURES = {"redis_server", "postgres_server", "dynamodb_endpoint", "d1_workerd"}
+SERVER_STORES = {"redis", "postgres", "dynamodb-emulator", "d1-workerd"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or params.get("store_factory") in SERVER_STORES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +101,7 @@ def dynamodb_url(dynamodb_endpoint: str) -> str:
 
 @pytest.fixture(scope="session")
 def d1_workerd() -> Iterator[str]:
-    from .cloudflare.d1_workerd import workerd_d1
+    from .hosts.cloudflare.d1_workerd import workerd_d1
 
     with workerd_d1() as url:
         yield url
@@ -98,7 +110,7 @@ def d1_workerd() -> Iterator[str]:
 @pytest.fixture
 def d1_workerd_url(d1_workerd: str) -> str:
     """The session's workerd D1, emptied for this test."""
-    from .cloudflare.d1_workerd import reset
+    from .hosts.cloudflare.d1_workerd import reset
 
     reset(d1_workerd)
     return d1_workerd
@@ -113,7 +125,7 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactor
         url = request.getfixturevalue(f"{request.param.removesuffix('-emulator')}_url")
         return lambda: open_store(url)
     if request.param == "d1-workerd":  # each handle a Worker of its own on one database
-        from .cloudflare.d1_workerd import WorkerdD1
+        from .hosts.cloudflare.d1_workerd import WorkerdD1
 
         url = request.getfixturevalue("d1_workerd_url")
         return lambda: D1Store(WorkerdD1(url))
@@ -141,3 +153,12 @@ def _no_host_defaults_between_tests() -> Iterator[None]:
     defaults for the units created after it (``host_defaults``): the next test starts without them."""
     yield
     clear_host_defaults()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A test's captured output may hold text that is not UTF-8 (a lone surrogate a test raised on
+    purpose): escape it, so a parallel worker can send the report to the main process."""
+    report: pytest.TestReport = yield
+    report.sections = [(key, text.encode("utf-8", "backslashreplace").decode()) for key, text in report.sections]
+    return report

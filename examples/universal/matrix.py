@@ -17,7 +17,7 @@ How each host is run here (as ``tests/test_preset_*.py`` run them):
 - vercel: the function started as Vercel's functions runtime starts one (Python 3.12+, the
   vendored ``vercel_runtime`` reporting its port over ``VERCEL_IPC_PATH``); restart = new instance.
 - netlify: built (its redirects proxy to the server build); Netlify's proxy cannot run here.
-- cloudflare: the SIMULATION of Cloudflare's ``workers``/``js`` modules (``tests/cloudflare/workers_sim.py``),
+- cloudflare: the SIMULATION of Cloudflare's ``workers``/``js`` modules (``tests/hosts/cloudflare/workers_sim.py``),
   not workerd (it needs the Pyodide bundle, which cannot be fetched here): the built ``src/entry.py``
   under CPython, each isolate a new ``python -I`` process over the Durable Objects' storage, which the
   simulation writes to a file between isolates; the restart is a new isolate.
@@ -79,7 +79,7 @@ HOSTS = ("server", "docker", "aws-lambda", "vercel", "netlify", "cloudflare")
 LABELS = {"netlify": "proxy: not run here"}
 NOTES = {
     "netlify": "built with --origin; Netlify's proxy cannot run here (the backend it proxies is the server build)",
-    "cloudflare": "run in the Workers simulation (tests/cloudflare/workers_sim.py) under CPython, "
+    "cloudflare": "run in the Workers simulation (tests/hosts/cloudflare/workers_sim.py) under CPython, "
     "not workerd (it needs the Pyodide bundle, unreachable here)",
 }
 SIMULATED = {"cloudflare": "ok (simulation)"}
@@ -275,10 +275,10 @@ class Worker(Host):
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
-        simulation = self.state.parent / "simulation"  # workers_sim.py alone: tests/cloudflare has an agents.py
+        simulation = self.state.parent / "simulation"  # workers_sim.py alone: tests/hosts/cloudflare has an agents.py
         if not simulation.exists():
             simulation.mkdir()
-            shutil.copy(ROOT / "tests" / "cloudflare" / "workers_sim.py", simulation)
+            shutil.copy(ROOT / "tests" / "hosts" / "cloudflare" / "workers_sim.py", simulation)
         command = [sys.executable, "-I", "-c", WORKER_RUNNER, str(simulation), str(self.src), str(self.state)]
         self.process = subprocess.Popen(
             command, cwd=self.src, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

@@ -1,0 +1,296 @@
+"""The Microsoft Agent Framework adapter: journaled chat and function calls, approvals, restarts, crashes, threads.
+
+Every chat client here is scripted (tests/support/agent_framework_fixtures.py): nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ag_ui.core import Event
+from agent_framework import Agent, Message, tool
+from pydantic import BaseModel, TypeAdapter
+
+from agent_unit import RunStatus, use_run
+from agent_unit.adapters.agent_framework import adapter
+from agent_unit.adapters.registry import builtin_adapters
+from agent_unit.client import SyncAgentClient
+from agent_unit.records import record_usage
+from agent_unit.run import idempotency_key
+from agent_unit.stores.sqlite import SQLiteStore
+from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
+
+from ..support.agent_framework_fixtures import (
+    AGENTS,
+    ScriptedClient,
+    call,
+    refund_agent,
+    refund_script,
+    results,
+    say,
+)
+from ..support.crash import recover, start_and_kill
+from ..support.server import Server
+
+AGUI = TypeAdapter(Event)
+REJECTED = "Error: Tool call invocation was rejected by user."  # what the framework tells the model
+
+
+def usage(calls: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "provider": "scripted-provider",
+            "model": "scripted",
+            "inputTokens": 10 * calls,
+            "outputTokens": 5 * calls,
+            "totalTokens": 15 * calls,
+        }
+    ]
+
+
+def test_the_builtin_registry_picks_the_adapter_for_an_agent_framework_agent() -> None:
+    agent = refund_agent(ScriptedClient(refund_script))
+    chosen = [each for each in builtin_adapters() if each.match(agent)]
+    assert [each.name for each in chosen] == ["agent-framework"]
+    described = adapter.adapt(agent)
+    assert described.description == "Refunds orders."
+    assert described.input_schema["required"] == ["prompt"]
+
+
+async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None:
+    client, effects = ScriptedClient(refund_script), []
+    unit = create_test_unit({"support": refund_agent(client, effects, approve=False)}, adapters=[])
+    done = await unit.run("support", {"prompt": "refund my order"})
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == "done: refunded o_1" and done.usage == record_usage(usage(2))
+    assert len(client.calls) == 2 and effects == [f"refund o_1 {idempotency_key(done.id, 'tool:refund#call_1')}"]
+    assert client.streamed == [True, True]  # live, although the adapter runs the agent without streaming
+    events = await unit.events(done.id)
+    assert [event["type"] for event in events] == [
+        "RUN_STARTED",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    by_type = {event["type"]: event for event in events}
+    assert by_type["TOOL_CALL_START"]["toolCallName"] == "refund"
+    assert by_type["TOOL_CALL_ARGS"]["delta"] == '{"order_id": "o_1"}'
+    assert by_type["TOOL_CALL_RESULT"]["content"] == '"refunded o_1"'
+    assert by_type["TEXT_MESSAGE_CONTENT"]["delta"] == "done: refunded o_1"
+    assert by_type["RUN_FINISHED"]["result"] == "done: refunded o_1" and by_type["RUN_FINISHED"]["usage"] == usage(2)
+    for event in events:
+        event.pop("seq")
+        AGUI.validate_python(event)
+
+
+async def test_a_client_that_cannot_stream_is_asked_once_and_its_response_shown_whole() -> None:
+    client = ScriptedClient(lambda messages: say("hello there"), can_stream=False)
+    unit = create_test_unit({"chat": Agent(client, "Chat.", name="chat")}, adapters=[])
+    done = await unit.run("chat", "hi")
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == "hello there" and len(client.calls) == 1 and client.streamed == [True, False]
+    text = [event["delta"] for event in await unit.events(done.id) if event["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert text == ["hello there"]
+
+
+class Refund(BaseModel):
+    order_id: str
+    amount: int
+
+
+async def test_structured_output_is_the_output() -> None:
+    client = ScriptedClient(lambda messages: say('{"order_id": "o_1", "amount": 5}'))
+    agent = Agent(client, "Extract the refund.", name="extract", default_options={"response_format": Refund})
+    unit = create_test_unit({"extract": agent}, adapters=[])
+    done = await unit.run("extract", "refund 5 on o_1")
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == {"order_id": "o_1", "amount": 5}
+
+
+async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_call(tmp_path: Path) -> None:
+    client, effects = ScriptedClient(refund_script), []
+    agent = refund_agent(client, effects)
+    first = create_test_unit({"support": agent}, SQLiteStore(tmp_path / "runs.db"), adapters=[])
+    parked = await first.run("support", "refund my order")
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
+    assert parked.interrupt.name == "tool-approval"
+    assert parked.interrupt.payload == {
+        "call_id": "call_1",
+        "tool": "refund",
+        "arguments": {"order_id": "o_1"},
+        "agent": "support",
+    }
+    assert len(client.calls) == 1 and effects == []
+    await first.close()
+    await first.store.close()
+
+    second = create_test_unit({"support": agent}, SQLiteStore(tmp_path / "runs.db"), adapters=[])
+    done = await second.resume(parked.id, True)
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == "done: refunded o_1" and done.usage == record_usage(usage(2))
+    assert len(client.calls) == 2  # the first response came from the journal
+    assert effects == [f"refund o_1 {idempotency_key(parked.id, 'tool:refund#call_1')}"]
+    resumed = [event["type"] for event in await second.events(parked.id)]
+    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_START"]
+    assert resumed.count("REASONING_START") == 1  # the replayed response emitted nothing again
+    await second.close()
+    await second.store.close()
+
+
+async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_rejection() -> None:
+    client, effects = ScriptedClient(refund_script), []
+    unit = create_test_unit({"support": refund_agent(client, effects)}, adapters=[])
+    parked = await unit.run("support", "refund my order")
+    done = await unit.resume(parked.id, {"approved": False, "reason": "no"})
+    assert done.status == RunStatus.completed, done.error
+    assert effects == [] and len(client.calls) == 2
+    assert results(client.calls[-1]) == {"call_1": REJECTED}
+    assert done.output == f"done: {REJECTED}"
+    assert not [event for event in await unit.events(parked.id) if event["type"].startswith("TOOL_CALL")]
+
+
+def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:
+    effects, calls = tmp_path / "effects.txt", tmp_path / "calls.txt"
+    environment = {
+        "TEST_AGENTS": "tests.support.agent_framework_fixtures:AGENTS",
+        "EFFECTS_FILE": str(effects),
+        "MODEL_CALLS_FILE": str(calls),
+    }
+    server = Server(f"sqlite:///{tmp_path / 'runs.db'}", env=environment).start()
+    try:
+        with SyncAgentClient(server.url) as client:
+            events = [event.data for event in client.run("refund", {"prompt": "refund my order"})]
+            assert events[-1]["type"] == "RUN_INTERRUPTED"
+            assert events[-1]["interrupt"]["payload"]["tool"] == "refund"
+            run_id = events[-1]["runId"]
+        server.restart()  # a new process over the same store
+        with SyncAgentClient(server.url) as client:
+            finished = [event.data for event in client.resume(run_id, True)]
+            assert finished[-1]["type"] == "RUN_FINISHED" and finished[-1]["result"] == "done: refunded o_1"
+            assert client.get(run_id).output == "done: refunded o_1"
+    finally:
+        server.stop()
+    assert len(calls.read_text().splitlines()) == 2  # one model call before the restart, one after
+    assert effects.read_text().splitlines() == [f"refund o_1 {idempotency_key(run_id, 'tool:refund#call_1')}"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+async def test_sigkill_inside_a_tool_call_reruns_only_that_tool_under_the_same_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, effects, calls, marker = (tmp_path / name for name in ("runs.db", "effects.txt", "calls.txt", "marker"))
+    files = {"EFFECTS_FILE": str(effects), "MODEL_CALLS_FILE": str(calls)}
+    agents = "tests.support.agent_framework_fixtures:AGENTS"
+    env = {**files, "HANG_IN_TOOL": "1"}
+    run_id = await start_and_kill(db, agents, "crashable", "charge my card", marker=marker, env=env)
+    assert len(calls.read_text().splitlines()) == 1
+    for name, value in files.items():
+        monkeypatch.setenv(name, value)
+    done = await recover(AGENTS, db, run_id)
+
+    assert done.status == RunStatus.completed and done.output == "done: charged 5" and done.attempt == 2
+    key = idempotency_key(run_id, "tool:charge#call_c")
+    assert effects.read_text().splitlines() == [f"charge-start {key}", f"charge-start {key}", f"charge-done {key}"]
+    assert len(calls.read_text().splitlines()) == 2  # the call that asked for the tool was not repeated
+
+
+async def test_parallel_tool_calls_each_run_once_under_their_own_call_id(tmp_path: Path) -> None:
+    effects: list[str] = []
+
+    def script(messages: Sequence[Message]) -> Message:
+        done = results(messages)
+        if {"call_a", "call_b"} <= done.keys():
+            return say(f"{done['call_a']} and {done['call_b']}")
+        asks = [call("refund", {"order_id": "o_a"}, "call_a"), call("refund", {"order_id": "o_b"}, "call_b")]
+        return Message(role="assistant", contents=asks)
+
+    client = ScriptedClient(script)
+    agent = refund_agent(client, effects)
+    first = create_test_unit({"support": agent}, SQLiteStore(tmp_path / "runs.db"), adapters=[])
+    parked = await first.run("support", "refund both")
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
+    assert parked.interrupt.payload["call_id"] == "call_a"
+    parked = await first.resume(parked.id, True)
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
+    assert parked.interrupt.payload["call_id"] == "call_b"
+    await first.close()
+    await first.store.close()
+
+    second = create_test_unit({"support": agent}, SQLiteStore(tmp_path / "runs.db"), adapters=[])
+    done = await second.resume(parked.id, True)
+    await second.close()
+    await second.store.close()
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == "refunded o_a and refunded o_b"
+    assert len(client.calls) == 2  # one call asked for both tools, one read their results
+    assert sorted(effects) == [
+        f"refund o_a {idempotency_key(parked.id, 'tool:refund#call_a')}",
+        f"refund o_b {idempotency_key(parked.id, 'tool:refund#call_b')}",
+    ]
+
+
+async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None:
+    def chat(messages: Sequence[Message]) -> Message:
+        said = [message.text for message in messages if message.role == "user"]
+        return say(f"you said {' then '.join(said)}")
+
+    client = ScriptedClient(chat)
+    unit = create_test_unit({"chat": Agent(client, "Chat.", name="chat")}, adapters=[])
+    first = await unit.run("chat", "hello")
+    second = await unit.run("chat", "how are you", thread_id=first.thread_id)
+    assert first.output == "you said hello"
+    assert second.output == "you said hello then how are you"
+    assert [message.role for message in client.calls[1]] == ["user", "assistant", "user"]
+    other = await unit.run("chat", "hi")  # another thread starts afresh
+    assert other.output == "you said hi"
+
+
+async def test_assert_adapter_passes() -> None:
+    clients: list[ScriptedClient] = []
+
+    def make(kit: EffectKit, approve: bool) -> Agent[Any]:
+        @tool(approval_mode="always_require" if approve else "never_require")
+        def refund(order_id: str) -> str:
+            """Refund an order."""
+            kit.effect(f"refund {order_id} {use_run().idempotency_key()}")
+            return f"refunded {order_id}"
+
+        clients.append(ScriptedClient(refund_script))
+        return Agent(clients[-1], "Refund.", name="support", tools=[refund])
+
+    await assert_adapter(
+        adapter=adapter,
+        agent=lambda kit: make(kit, False),
+        input="refund my order",
+        pause={"agent": lambda kit: make(kit, True), "answer": True},
+    )
+    # run to the end (2 calls), replay it (none); pause (1 call), resume after a restart (1 call)
+    assert [len(client.calls) for client in clients] == [2, 0, 1, 1]
+
+
+async def test_a_different_request_on_replay_is_a_clear_error() -> None:
+    client = ScriptedClient(refund_script)
+    unit = create_test_unit({"support": refund_agent(client)}, adapters=[])
+    parked = await unit.run("support", "refund my order")
+    stored = await unit.store.load_run(parked.id)
+    assert stored is not None
+    stored.input = "something else entirely"  # the replay now asks the model something else
+    await unit.store.save_run(stored, expected_version=stored.version)
+    failed = await unit.resume(parked.id, True)
+    assert failed.status == RunStatus.failed and failed.error is not None
+    assert "model:scripted#0 was asked something different on replay" in failed.error.message
+    assert len(client.calls) == 1

@@ -1,0 +1,385 @@
+"""The Google ADK adapter: journaled model calls and tools, confirmations, restarts, crashes, threads.
+
+Every model here is scripted (tests/support/google_adk_fixtures.py): nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from ag_ui.core import Event
+from google.adk.agents import Agent
+from google.adk.models import LlmRequest
+from google.adk.tools import FunctionTool, ToolContext
+from google.genai import types
+from pydantic import TypeAdapter
+
+from agent_unit import RunStatus, use_run
+from agent_unit.adapters.google_adk import REJECTED, adapter
+from agent_unit.adapters.registry import builtin_adapters
+from agent_unit.errors import InvalidAnswer, InvalidInput
+from agent_unit.records import agui_usage
+from agent_unit.run import idempotency_key
+from agent_unit.stores.sqlite import SQLiteStore
+from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
+
+from ..support import google_adk_fixtures as fixtures
+from ..support.crash import recover, start_and_kill
+from ..support.google_adk_fixtures import ScriptedLlm, call, responses, scripted
+from ..support.server import Server
+
+EVENT = TypeAdapter(Event)
+
+
+@pytest.fixture(autouse=True)
+def fresh_log() -> Iterator[list[str]]:
+    fixtures.LOG.clear()
+    yield fixtures.LOG
+    fixtures.LOG.clear()
+
+
+def validated(events: list[dict[str, Any]]) -> list[str]:
+    for event in events:
+        EVENT.validate_python({key: value for key, value in event.items() if key != "seq"})
+    return [event["type"] for event in events]
+
+
+def test_the_builtin_registry_picks_the_adapter_for_an_adk_agent() -> None:
+    chosen = [each for each in builtin_adapters() if each.match(fixtures.support)]
+    assert [each.name for each in chosen] == ["google-adk"]
+    described = adapter.adapt(fixtures.support)
+    assert described.description == "Refunds orders."
+    assert described.input_schema["required"] == ["prompt"]
+
+
+async def test_a_run_streams_ag_ui_events_and_finishes_with_output_and_usage() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        done = await unit.run("charger", "charge me")
+        assert done.status == RunStatus.completed, done.error
+        assert done.output == "done: charged 42"
+        assert done.usage == [
+            {
+                "provider": "ScriptedLlm",
+                "model": "scripted-charger",
+                "input_tokens": 20,
+                "output_tokens": 10,
+                "total_tokens": 30,
+            }
+        ]
+        events = await unit.events(done.id)
+    assert validated(events) == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",  # the streamed chunks, merged within delta_batch_ms
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    by_type = {event["type"]: event for event in events}
+    assert (
+        by_type["TOOL_CALL_START"]["toolCallId"] == "call_1" and by_type["TOOL_CALL_START"]["toolCallName"] == "charge"
+    )
+    assert by_type["TOOL_CALL_ARGS"]["delta"] == '{"amount": 42}'
+    text = "".join(event["delta"] for event in events if event["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text == "done: charged 42"
+    assert by_type["RUN_FINISHED"]["result"] == "done: charged 42"
+    assert by_type["RUN_FINISHED"]["usage"] == agui_usage(done.usage)
+
+
+async def test_reasoning_parts_stream_as_reasoning_events() -> None:
+    def think(request: LlmRequest) -> list[types.Part]:
+        return [types.Part(text="let me see", thought=True), types.Part(text="42")]
+
+    agent = Agent(name="thinker", model=ScriptedLlm(model="scripted-thinker", script=think))
+    async with create_test_unit({"thinker": agent}) as unit:
+        done = await unit.run("thinker", "what is it")
+        events = await unit.events(done.id)
+    assert done.output == "42"
+    assert validated(events) == [
+        "RUN_STARTED",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+
+
+async def test_structured_output_is_the_runs_output() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        done = await unit.run("invoicer", {"prompt": "bill them"})
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == {"number": "INV-7", "total": 12.5}
+
+
+async def test_bad_input_is_refused_before_a_run_exists() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        with pytest.raises(InvalidInput, match="prompt"):
+            await unit.run("charger", {"text": "no prompt"})
+        assert (await unit.engine.list()).runs == []
+        assert unit.engine.agents["charger"].framework == "google-adk"
+
+
+async def test_a_confirmation_survives_a_restart_and_repeats_nothing(tmp_path: Path, fresh_log: list[str]) -> None:
+    first = create_test_unit(fixtures.AGENTS, SQLiteStore(tmp_path / "runs.db"))
+    parked = await first.run("support", "refund my order")
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
+    assert parked.interrupt.name == "tool-approval"
+    assert parked.interrupt.payload == {
+        "call_id": "call_1",
+        "tool": "refund",
+        "arguments": {"order_id": "o_1"},
+        "agent": "support",
+    }
+    await first.close()
+    await first.store.close()
+    assert fresh_log == ["model support 1"]
+
+    second = create_test_unit(fixtures.AGENTS, SQLiteStore(tmp_path / "runs.db"))
+    with pytest.raises(InvalidAnswer, match="tool-approval"):
+        await second.resume(parked.id, "yes please")  # not true, false or {"approved": ...}: stays parked
+    done = await second.resume(parked.id, True)
+    events = await second.events(parked.id)
+    await second.close()
+    await second.store.close()
+    assert done.status == RunStatus.completed and done.output == "done: refunded o_1"
+    key = idempotency_key(parked.id, "tool:refund#call_1")
+    assert fresh_log == ["model support 1", f"refund o_1 {key}", "model support 3"]  # model call 1 replayed
+    resumed = [event["type"] for event in events]
+    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_START"]
+    assert [entry["model"] for entry in done.usage] == ["scripted-support"]
+    assert done.usage[0]["input_tokens"] == 20  # both calls counted, the replayed one included
+
+
+async def test_a_declined_confirmation_runs_nothing_and_the_model_gets_adks_rejection(fresh_log: list[str]) -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        parked = await unit.run("support", "refund my order")
+        done = await unit.resume(parked.id, {"approved": False, "reason": "not this one"})
+        events = await unit.events(parked.id)
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == f"done: {REJECTED} Reason: not this one"
+    assert not any(line.startswith("refund") for line in fresh_log)
+    assert not [event for event in events if event["type"].startswith("TOOL_CALL")]
+
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        parked = await unit.run("support", "refund my order")
+        done = await unit.resume(parked.id, False)
+    assert done.output == "done: This tool call is rejected."  # ADK's own words for a declined confirmation
+
+
+async def test_a_tool_that_asks_for_confirmation_itself_pauses_and_is_called_again_with_the_answer(
+    tmp_path: Path, fresh_log: list[str]
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit(fixtures.AGENTS, store) as unit:
+        parked = await unit.run("banker", "send 7")
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
+    assert parked.interrupt.payload == {
+        "call_id": "call_1",
+        "tool": "transfer",
+        "arguments": {"amount": 7},
+        "agent": "banker",
+    }
+    async with create_test_unit(fixtures.AGENTS, store) as unit:  # a restarted process
+        done = await unit.resume(parked.id, True)
+        declined = await unit.resume((await unit.run("banker", "send 7")).id, False)
+    await store.close()
+    assert done.status == RunStatus.completed and done.output == "done: transferred 7", done.error
+    key = idempotency_key(parked.id, "tool:transfer#call_1:confirmed")
+    assert fresh_log == ["model banker 1", f"transfer 7 {key}", "model banker 3", "model banker 1", "model banker 3"]
+    assert declined.output == "done: not transferred (asked: transfer 7?)"  # the tool heard ADK's ToolConfirmation
+
+
+async def test_what_a_tool_does_to_the_session_state_is_replayed_with_its_result(tmp_path: Path) -> None:
+    remembered: list[str] = []
+
+    def script(request: LlmRequest) -> list[types.Part]:
+        answered = responses(request)
+        if not answered:
+            return [call("remember", {"order_id": "o_1"}, "call_m")]
+        if "result" in answered[0] and answered[0]["result"] == "noted":
+            return [call("refund", {"order_id": "o_1"}, "call_r")]
+        return [types.Part(text=f"done: {answered[0]['result']}")]
+
+    def remember(order_id: str, tool_context: ToolContext) -> str:
+        """Notes the order."""
+        remembered.append(order_id)
+        tool_context.state["order"] = order_id
+        return "noted"
+
+    agent = Agent(
+        name="stateful",
+        model=ScriptedLlm(model="scripted-stateful", script=script),
+        instruction="The order is {order?}.",  # ADK fills it from the session state
+        tools=[remember, FunctionTool(fixtures.refund, require_confirmation=True)],
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"stateful": agent}, store) as unit:
+        parked = await unit.run("stateful", "refund o_1")
+    assert parked.status == RunStatus.interrupted, parked.error
+    async with create_test_unit({"stateful": agent}, store) as unit:  # a restart: the state comes from the journal
+        done = await unit.resume(parked.id, True)
+    await store.close()
+    assert done.status == RunStatus.completed and done.output == "done: refunded o_1", done.error
+    assert remembered == ["o_1"]
+
+
+async def test_a_conversation_continues_on_its_thread() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        first = await unit.run("chat", "hello", thread_id="t_1")
+        second = await unit.run("chat", "again", thread_id="t_1")
+        other = await unit.run("chat", "elsewhere", thread_id="t_2")
+    assert first.output == "hello"
+    assert second.output == "hello | again"
+    assert other.output == "elsewhere"
+
+
+async def test_parallel_tool_calls_are_each_journaled_once_with_their_own_key(tmp_path: Path) -> None:
+    effects: list[str] = []
+
+    def script(request: LlmRequest) -> list[types.Part]:
+        if not responses(request):
+            return [call("ship", {"box": "a"}, "call_a"), call("ship", {"box": "b"}, "call_b")]
+        return [types.Part(text="shipped")]
+
+    async def ship(box: str) -> str:
+        """Ships a box."""
+        effects.append(f"{box} {use_run().idempotency_key()}")
+        await asyncio.sleep(0.2 if box == "a" else 0)  # still running when b pauses
+        return f"shipped {box}"
+
+    def confirm(box: str) -> bool:
+        return box == "b"
+
+    agent = Agent(
+        name="shipper",
+        model=ScriptedLlm(model="scripted-shipper", script=script),
+        tools=[FunctionTool(ship, require_confirmation=confirm)],  # only box b asks
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"shipper": agent}, store) as unit:
+        parked = await unit.run("shipper", "ship both")
+        assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
+        assert parked.interrupt.payload["call_id"] == "call_b"
+    async with create_test_unit({"shipper": agent}, store) as unit:
+        done = await unit.resume(parked.id, True)
+    await store.close()
+    assert done.status == RunStatus.completed and done.output == "shipped"
+    assert effects == [  # a ran once, before the pause; b once, after it
+        f"a {idempotency_key(done.id, 'tool:ship#call_a')}",
+        f"b {idempotency_key(done.id, 'tool:ship#call_b')}",
+    ]
+
+
+async def test_function_calls_without_an_id_keep_the_id_they_were_given_across_a_restart(tmp_path: Path) -> None:
+    model = scripted("noid", "refund", {"order_id": "o_1"}, call_id=None)
+    agent = Agent(name="noid", model=model, tools=[FunctionTool(fixtures.refund, require_confirmation=True)])
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"noid": agent}, store) as unit:
+        parked = await unit.run("noid", "refund")
+    assert parked.interrupt is not None, parked.error
+    call_id = parked.interrupt.payload["call_id"]
+    assert call_id.startswith("adk-")
+    async with create_test_unit({"noid": agent}, store) as unit:
+        done = await unit.resume(parked.id, True)
+    await store.close()
+    assert done.output == "done: refunded o_1", done.error
+    assert fixtures.LOG[1] == f"refund o_1 {idempotency_key(parked.id, f'tool:refund#{call_id}')}"
+
+
+async def test_a_changed_request_on_replay_is_a_clear_error(tmp_path: Path) -> None:
+    def build(instruction: str) -> Agent:
+        model = scripted("changing", "refund", {"order_id": "o_1"})
+        return Agent(
+            name="support",
+            model=model,
+            instruction=instruction,
+            tools=[FunctionTool(fixtures.refund, require_confirmation=True)],
+        )
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"support": build("Be kind.")}, store) as unit:
+        parked = await unit.run("support", "refund")
+    async with create_test_unit({"support": build("Be brief.")}, store) as unit:  # the code changed meanwhile
+        failed = await unit.resume(parked.id, True)
+    await store.close()
+    assert failed.status == RunStatus.failed and failed.error is not None
+    assert failed.error.type == "NonDeterminismError"
+    assert "model:scripted-changing#0 was asked something different on replay" in failed.error.message
+
+
+async def test_assert_adapter_passes_for_the_google_adk_adapter() -> None:
+    def make(kit: EffectKit, confirm: bool) -> Agent:
+        def refund(order_id: str) -> str:
+            """Refunds an order."""
+            kit.effect(f"refund {order_id}")
+            return "refunded"
+
+        return Agent(
+            name="kit",
+            model=scripted("kit", "refund", {"order_id": "o_9"}),
+            tools=[FunctionTool(refund, require_confirmation=confirm)],
+        )
+
+    await assert_adapter(
+        adapter=adapter,
+        agent=lambda kit: make(kit, False),
+        input="go",
+        pause={"agent": lambda kit: make(kit, True), "answer": True},
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and SIGKILL")
+def test_a_confirmation_survives_a_restart_of_the_http_server(tmp_path: Path) -> None:
+    effects = tmp_path / "effects.txt"
+    server = Server(
+        f"sqlite:///{tmp_path / 'runs.db'}",
+        env={"TEST_AGENTS": "tests.support.google_adk_fixtures:AGENTS", "EFFECTS_FILE": str(effects)},
+    ).start()
+    try:
+        manifest = httpx.get(f"{server.url}/agents").json()
+        assert {agent["name"]: agent["framework"] for agent in manifest["agents"]}["support"] == "google-adk"
+        parked = httpx.post(f"{server.url}/agents/support/runs?wait=1", json={"input": "refund"}, timeout=30).json()
+        assert parked["status"] == "interrupted" and parked["interrupt"]["name"] == "tool-approval"
+        server.restart()
+        done = httpx.post(f"{server.url}/runs/{parked['id']}/resume?wait=1", json={"answer": True}, timeout=30).json()
+        assert done["status"] == "completed" and done["output"] == "done: refunded o_1"
+        events = httpx.get(f"{server.url}/runs/{parked['id']}/events", timeout=30).text
+        assert "TOOL_CALL_RESULT" in events and "TEXT_MESSAGE_CONTENT" in events
+    finally:
+        server.stop()
+    key = idempotency_key(parked["id"], "tool:refund#call_1")
+    assert effects.read_text().splitlines() == ["model support 1", f"refund o_1 {key}", "model support 3"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+async def test_sigkill_inside_a_tool_reruns_only_that_tool_with_the_same_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, effects, marker = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker"
+    agents = "tests.support.google_adk_fixtures:AGENTS"
+    run_id = await start_and_kill(db, agents, "charger", "charge", marker=marker, env={"EFFECTS_FILE": str(effects)})
+    monkeypatch.setenv("EFFECTS_FILE", str(effects))
+    done = await recover(fixtures.AGENTS, db, run_id)
+    assert done.status == RunStatus.completed and done.output == "done: charged 42"
+    key = idempotency_key(run_id, "tool:charge#call_1")
+    assert effects.read_text().splitlines() == [
+        "model charger 1",
+        f"charge-start {key}",  # killed here
+        f"charge-start {key}",  # re-run on recovery, with the same key
+        f"charge-done {key}",
+        "model charger 3",  # the first model call was not repeated
+    ]

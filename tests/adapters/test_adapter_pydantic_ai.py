@@ -1,0 +1,313 @@
+"""The built-in PydanticAI adapter: agents durable unchanged (offline, with FunctionModel and TestModel)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from ag_ui.core import Event
+from pydantic import TypeAdapter
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from agent_unit import RunStatus, use_run
+from agent_unit.adapters.pydantic_ai import adapter
+from agent_unit.errors import InvalidAnswer, InvalidInput
+from agent_unit.records import agui_usage
+from agent_unit.run import idempotency_key
+from agent_unit.stores.sqlite import SQLiteStore
+from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
+
+from ..support import pydantic_ai_fixtures as fixtures
+from ..support.crash import recover, start_and_kill
+from ..support.server import Server
+
+EVENT = TypeAdapter(Event)
+
+
+@pytest.fixture(autouse=True)
+def fresh_log() -> Iterator[list[str]]:
+    fixtures.LOG.clear()
+    yield fixtures.LOG
+    fixtures.LOG.clear()
+
+
+def validated(events: list[dict[str, Any]]) -> list[str]:
+    for event in events:
+        EVENT.validate_python({key: value for key, value in event.items() if key != "seq"})
+    return [event["type"] for event in events]
+
+
+async def test_a_run_streams_events_and_finishes_with_output_and_usage() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        done = await unit.run("charger", "charge me")
+        assert done.status == RunStatus.completed and done.output == "done: charged 42"
+        [usage] = done.usage  # FunctionModel estimates its tokens: two requests, summed per provider and model
+        assert (usage["provider"], usage["model"]) == ("function", "scripted-charger")
+        assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+        assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+        events = await unit.events(done.id)
+    assert validated(events) == [
+        "RUN_STARTED",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",  # the streamed deltas, merged within delta_batch_ms
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    text = "".join(event["delta"] for event in events if event["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text == "done: charged 42"
+    assert events[1]["toolCallId"] == "call_1" and events[1]["toolCallName"] == "charge"
+    assert events[-1]["usage"] == agui_usage(done.usage)
+
+
+async def test_structured_output_is_the_runs_output() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        done = await unit.run("invoicer", {"prompt": "bill them"})
+    assert done.status == RunStatus.completed
+    assert done.output == {"number": "INV-7", "total": 12.5}
+
+
+async def test_bad_input_is_refused_before_a_run_exists() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        with pytest.raises(InvalidInput, match="prompt"):
+            await unit.run("charger", {"text": "no prompt"})
+        assert (await unit.engine.list()).runs == []
+        manifest = unit.engine.agents["charger"]
+        assert manifest.framework == "pydantic-ai"
+        assert manifest.input_schema["required"] == ["prompt"]
+
+
+async def test_approval_survives_a_restart_and_repeats_nothing(tmp_path: Path, fresh_log: list[str]) -> None:
+    first = create_test_unit(fixtures.AGENTS, SQLiteStore(tmp_path / "runs.db"))
+    parked = await first.run("support", "refund my order")
+    assert parked.status == RunStatus.interrupted and parked.interrupt is not None
+    assert parked.interrupt.name == "tool-approval"
+    assert parked.interrupt.payload == {
+        "call_id": "call_1",
+        "tool": "refund",
+        "arguments": {"order_id": "o_1"},
+        "agent": "support",
+    }
+    await first.close()
+    await first.store.close()
+    assert fresh_log == ["model support 1"]
+
+    second = create_test_unit(fixtures.AGENTS, SQLiteStore(tmp_path / "runs.db"))
+    with pytest.raises(InvalidAnswer, match="tool-approval"):
+        await second.resume(parked.id, "yes please")  # not true, false or {"approved": ...}: stays parked
+    assert (await second.get(parked.id)).status == RunStatus.interrupted
+    done = await second.resume(parked.id, True)
+    await second.close()
+    await second.store.close()
+    assert done.status == RunStatus.completed and done.output == "done: refunded o_1"
+    key = idempotency_key(parked.id, "tool:refund#call_1")
+    assert fresh_log == ["model support 1", f"refund o_1 {key}", "model support 3"]  # model call 1 replayed
+    assert [entry["model"] for entry in done.usage] == ["scripted-support"]
+    assert done.usage[0]["input_tokens"] > 0
+
+
+async def test_a_declined_approval_runs_nothing_and_the_model_is_told(fresh_log: list[str]) -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        parked = await unit.run("support", "refund my order")
+        done = await unit.resume(parked.id, {"approved": False, "reason": "not this one"})
+    assert done.status == RunStatus.completed and done.output == "done: not this one"
+    assert not any(line.startswith("refund") for line in fresh_log)
+
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        parked = await unit.run("support", "refund my order")
+        done = await unit.resume(parked.id, False)
+    assert done.output == "done: The tool call was denied."  # PydanticAI's own ToolDenied message
+
+
+async def test_use_run_interrupt_inside_a_tool(fresh_log: list[str]) -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        parked = await unit.run("asker", "a shirt please")
+        assert parked.status == RunStatus.interrupted and parked.interrupt is not None
+        assert parked.interrupt.name == "pick-size" and parked.interrupt.payload == {"color": "blue"}
+        done = await unit.resume(parked.id, {"size": "L"})
+    assert done.output == "done: ordered a L blue shirt"
+    assert fresh_log == ["model asker 1", "order blue L", "model asker 3"]
+
+
+async def test_a_conversation_continues_on_its_thread() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        first = await unit.run("chat", "hello", thread_id="t_1")
+        second = await unit.run("chat", "again", thread_id="t_1")
+        other = await unit.run("chat", "elsewhere", thread_id="t_2")
+    assert first.output == "hello"
+    assert second.output == "hello | again"
+    assert other.output == "elsewhere"
+
+
+async def test_a_changed_request_on_replay_is_a_clear_error(tmp_path: Path) -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("refund", {"order_id": "o_1"}, tool_call_id="call_1")])
+        return ModelResponse(parts=[TextPart("ok")])
+
+    def build(instructions: str) -> Agent[None, str]:
+        agent = Agent(FunctionModel(model), instructions=instructions)
+
+        @agent.tool_plain(requires_approval=True)
+        def refund(order_id: str) -> str:
+            return "refunded"
+
+        return agent
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"support": build("Be kind.")}, store) as unit:
+        parked = await unit.run("support", "refund")
+    async with create_test_unit({"support": build("Be brief.")}, store) as unit:  # the code changed meanwhile
+        failed = await unit.resume(parked.id, True)
+    await store.close()
+    assert failed.status == RunStatus.failed and failed.error is not None
+    assert failed.error.type == "NonDeterminismError"
+    assert "'support'" in failed.error.message and "model:" in failed.error.message
+
+
+async def test_parallel_tool_calls_are_each_journaled_once(tmp_path: Path) -> None:
+    effects: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("ship", {"box": "a"}, tool_call_id="call_a"),
+                    ToolCallPart("ship", {"box": "b"}, tool_call_id="call_b"),
+                ]
+            )
+        return ModelResponse(parts=[TextPart("shipped")])
+
+    agent = Agent(FunctionModel(model))
+
+    @agent.tool_plain
+    async def ship(box: str) -> str:
+        effects.append(f"{box} {use_run().idempotency_key()}")
+        await asyncio.sleep(0.01)
+        return f"shipped {box}"
+
+    async with create_test_unit({"shipper": agent}) as unit:
+        done = await unit.run("shipper", "ship both")
+    assert done.output == "shipped"
+    assert sorted(effects) == [
+        f"a {idempotency_key(done.id, 'tool:ship#call_a')}",
+        f"b {idempotency_key(done.id, 'tool:ship#call_b')}",
+    ]
+
+
+async def test_assert_adapter_passes_for_the_pydantic_ai_adapter() -> None:
+    def agent(kit: EffectKit) -> Agent[None, str]:
+        built = Agent(fixtures._scripted("kit", "charge", {"amount": 1}))
+
+        @built.tool_plain
+        def charge(amount: int) -> str:
+            kit.effect(f"charge {amount}")
+            return "charged"
+
+        return built
+
+    def pausing(kit: EffectKit) -> Agent[None, str]:
+        built = Agent(fixtures._scripted("kit", "refund", {"order_id": "o_9"}))
+
+        @built.tool_plain(requires_approval=True)
+        def refund(order_id: str) -> str:
+            kit.effect(f"refund {order_id}")
+            return "refunded"
+
+        return built
+
+    await assert_adapter(adapter=adapter, agent=agent, input="go", pause={"agent": pausing, "answer": True})
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and SIGKILL")
+def test_approval_survives_a_restart_of_the_http_server(tmp_path: Path) -> None:
+    effects = tmp_path / "effects.txt"
+    server = Server(
+        f"sqlite:///{tmp_path / 'runs.db'}",
+        env={"TEST_AGENTS": "tests.support.pydantic_ai_fixtures:AGENTS", "EFFECTS_FILE": str(effects)},
+    ).start()
+    try:
+        manifest = httpx.get(f"{server.url}/agents").json()
+        assert {agent["name"]: agent["framework"] for agent in manifest["agents"]}["support"] == "pydantic-ai"
+        parked = httpx.post(f"{server.url}/agents/support/runs?wait=1", json={"input": "refund"}, timeout=30).json()
+        assert parked["status"] == "interrupted" and parked["interrupt"]["name"] == "tool-approval"
+        server.restart()
+        done = httpx.post(f"{server.url}/runs/{parked['id']}/resume?wait=1", json={"answer": True}, timeout=30).json()
+        assert done["status"] == "completed" and done["output"] == "done: refunded o_1"
+        events = httpx.get(f"{server.url}/runs/{parked['id']}/events", timeout=30).text
+        assert "TOOL_CALL_RESULT" in events and "TEXT_MESSAGE_CONTENT" in events
+    finally:
+        server.stop()
+    key = idempotency_key(parked["id"], "tool:refund#call_1")
+    assert effects.read_text().splitlines() == ["model support 1", f"refund o_1 {key}", "model support 3"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+async def test_sigkill_mid_tool_recovers_with_the_same_key_and_no_repeated_model_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, effects, marker = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker"
+    agents = "tests.support.pydantic_ai_fixtures:AGENTS"
+    run_id = await start_and_kill(db, agents, "charger", "charge", marker=marker, env={"EFFECTS_FILE": str(effects)})
+    monkeypatch.setenv("EFFECTS_FILE", str(effects))
+    done = await recover(fixtures.AGENTS, db, run_id)
+    assert done.status == RunStatus.completed and done.output == "done: charged 42"
+    key = idempotency_key(run_id, "tool:charge#call_1")
+    assert effects.read_text().splitlines() == [
+        "model charger 1",
+        f"charge-start {key}",  # killed here
+        f"charge-start {key}",  # re-run on recovery, with the same key
+        f"charge-done {key}",
+        "model charger 3",  # the first model call was not repeated
+    ]
+
+
+async def test_mcp_toolset_calls_are_journaled_and_not_repeated_after_a_restart(tmp_path: Path) -> None:
+    from fastmcp import FastMCP
+    from pydantic_ai.mcp import MCPToolset
+
+    shipped: list[str] = []
+    server = FastMCP("shop")
+
+    @server.tool
+    def ship(box: str) -> str:
+        shipped.append(box)
+        return f"shipped {box}"
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("ship", {"box": "a"}, tool_call_id="call_ship")])
+        if len(messages) == 3:
+            return ModelResponse(parts=[ToolCallPart("refund", {"order_id": "o_1"}, tool_call_id="call_refund")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    def build() -> Agent[None, str]:
+        agent = Agent(FunctionModel(model), toolsets=[MCPToolset(server)])
+
+        @agent.tool_plain(requires_approval=True)
+        def refund(order_id: str) -> str:
+            return "refunded"
+
+        return agent
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with create_test_unit({"shop": build()}, store) as unit:
+        parked = await unit.run("shop", "ship, then refund")
+        assert parked.status == RunStatus.interrupted and shipped == ["a"]
+        events = await unit.events(parked.id)
+        assert [e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"] == ["ship"]
+    async with create_test_unit({"shop": build()}, store) as unit:  # a restarted process
+        done = await unit.resume(parked.id, True)
+    await store.close()
+    assert done.status == RunStatus.completed and done.output == "done"
+    assert shipped == ["a"]  # the MCP server's tool ran once: the replay answered from the journal

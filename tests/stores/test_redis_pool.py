@@ -1,0 +1,218 @@
+"""The Redis store under a burst: a caller queues for one of the store's pooled connections (a
+bounded wait, then a 503 with Retry-After), never fails at once, and a follower of a run's events
+holds no connection while it waits for the next one.
+
+The app is served by a real uvicorn server in the test's event loop, so the requests of a burst
+are as concurrent as they are in production, and the test can look at the store's pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_unit import create_agent_unit
+from agent_unit.errors import StoreConfigError
+from agent_unit.stores import open_store
+
+from ..support.http_agents import AGENTS
+from ..support.server import Server, free_port
+from ..support.servers import RedisServer
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """``app`` on uvicorn in this event loop, until the block ends: its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert not task.done() and time.monotonic() < deadline, "uvicorn did not start"
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+def client(url: str) -> httpx.AsyncClient:
+    """As many connections as the test opens, and a timeout far beyond any wait of the store."""
+    return httpx.AsyncClient(base_url=url, limits=httpx.Limits(max_connections=None), timeout=120)
+
+
+def in_use(app: Any) -> int:
+    """Connections of the store's pool handed out now (the live tail's subscription is not one)."""
+    return len(app.engine.store._redis.connection_pool._in_use_connections)
+
+
+async def test_a_burst_of_300_list_requests_on_a_healthy_redis_all_answer(redis_url: str) -> None:
+    server = Server(redis_url).start()  # a server process, as in production: the burst comes from outside
+    try:
+        async with client(server.url) as http:
+            for n in range(6):
+                started = await http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": f"o_{n}"}})
+                assert started.status_code == 200, started.text
+            answers = await asyncio.gather(*(http.get("/runs?limit=5") for _ in range(300)))
+    finally:
+        server.stop()
+    statuses = collections.Counter(answer.status_code for answer in answers)
+    assert statuses == {200: 300}, [answer.text for answer in answers if answer.status_code != 200][:3]
+    assert all(len(answer.json()["runs"]) == 5 for answer in answers)
+
+
+async def test_500_followers_on_a_healthy_redis_all_get_the_run_to_its_end_and_hold_no_connection_while_they_wait(
+    redis_url: str,
+) -> None:
+    app = create_agent_unit(AGENTS, store=redis_url)
+    async with serving(app) as url, client(url) as http:
+        run = (await http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}})).json()
+        assert run["status"] == "interrupted"
+        waiting = 0
+
+        async def follow() -> tuple[int, list[str]]:
+            nonlocal waiting
+            async with http.stream("GET", f"/runs/{run['id']}/events?follow=1") as stream:
+                if stream.status_code != 200:
+                    return stream.status_code, [(await stream.aread()).decode()]
+                lines = []
+                async for line in stream.aiter_lines():  # a cut stream raises here, or ends early
+                    lines.append(line)
+                    if "RUN_INTERRUPTED" in line:
+                        waiting += 1  # it has every event so far: from now on it waits
+                    if "RUN_FINISHED" in line:
+                        break
+                return stream.status_code, lines
+
+        followers = [asyncio.create_task(follow()) for _ in range(500)]
+        deadline = time.monotonic() + 120
+        while waiting < 500 and not any(task.done() for task in followers):
+            assert time.monotonic() < deadline, f"only {waiting} of 500 followers got the run's events"
+            await asyncio.sleep(0.05)
+        assert waiting == 500, [task.result() for task in followers if task.done()][:3]
+
+        # 500 wait for the run's next event, over more than one poll interval: hardly a connection in use
+        busiest = 0
+        for _ in range(60):
+            busiest = max(busiest, in_use(app))
+            await asyncio.sleep(0.05)
+        assert busiest <= 10, busiest
+
+        resumed = await http.post(f"/runs/{run['id']}/resume", json={"answer": {"approved": True}})
+        assert resumed.status_code in (200, 202), resumed.text
+        results = await asyncio.wait_for(asyncio.gather(*followers), 120)
+    statuses = collections.Counter(status for status, _ in results)
+    assert statuses == {200: 500}, [lines for status, lines in results if status != 200][:3]
+    for _, lines in results:  # every follower saw the run to its end, none was cut midway
+        assert any("RUN_FINISHED" in line for line in lines) and not any("interrupted" in line for line in lines)
+
+
+async def test_a_redis_that_stalls_longer_than_the_pool_wait_answers_503_with_retry_after_then_recovers(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    import redis.asyncio as redis
+
+    app = create_agent_unit(AGENTS, store=f"{redis_url}&max_connections=2&pool_timeout=0.5")
+    admin = redis.Redis.from_url(redis_server.url)
+    async with serving(app) as url, client(url) as http:
+        assert (await http.get("/runs")).status_code == 200
+        await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")  # Redis answers nobody for 3 s
+
+        async def timed() -> tuple[httpx.Response, float]:
+            began = time.monotonic()
+            answer = await http.get("/runs?limit=5")
+            return answer, time.monotonic() - began
+
+        timings = await asyncio.gather(*(timed() for _ in range(20)))
+        answers = [answer for answer, _ in timings]
+        refused = [answer for answer in answers if answer.status_code == 503]
+        assert len(refused) >= 15, collections.Counter(answer.status_code for answer in answers)
+        assert {answer.status_code for answer in answers} <= {200, 503}  # a 503 or an answer: never a 500
+        for answer in refused:
+            assert answer.json()["error"]["code"] == "store_unavailable"
+            assert "busy" in answer.json()["error"]["message"]
+            assert int(answer.headers["retry-after"]) >= 1
+        # each waited for a connection before it was refused: none failed at once
+        assert min(took for answer, took in timings if answer.status_code == 503) >= 0.45
+
+        await admin.execute_command("CLIENT", "UNPAUSE")
+        again = await asyncio.gather(*(http.get("/runs?limit=5") for _ in range(50)))
+        assert {answer.status_code for answer in again} == {200}
+    await admin.aclose()
+
+
+async def test_a_caller_queues_for_a_connection_of_a_full_pool_instead_of_failing(redis_url: str) -> None:
+    from .test_conformance import make_record
+
+    store = open_store(f"{redis_url}&max_connections=1&pool_timeout=30")
+    records = [make_record() for _ in range(50)]
+    await asyncio.gather(*(store.create_run(record) for record in records))
+    loaded = await asyncio.gather(*(store.load_run(record.id) for record in records))
+    assert [record.id for record in loaded if record] == [record.id for record in records]
+    await store.close()
+
+
+@pytest.mark.parametrize("value", ["soon", "-1"])
+def test_a_pool_timeout_that_is_not_a_number_of_seconds_is_refused_naming_it(redis_url: str, value: str) -> None:
+    with pytest.raises(StoreConfigError, match=f"pool_timeout={value!r}"):
+        open_store(f"{redis_url}&pool_timeout={value}")
+
+
+async def test_a_follower_whose_process_loses_the_subscription_still_gets_another_process_s_writes() -> None:
+    """Followers wait for the store's notifications instead of polling while the subscription
+    hears every write; once it is lost they read again at once, and poll until it is back."""
+    import redis.asyncio as redis
+
+    store = RedisServer().start()
+    admin = redis.Redis.from_url(store.url)
+    # no read for a keep-alive for long; a poll, while there is no subscription, soon
+    app = create_agent_unit(AGENTS, store=store.url, keepalive_seconds=120.0, poll_interval=0.2)
+    other = create_agent_unit(AGENTS, store=store.url)  # another server process over the same Redis
+    try:
+        async with serving(app) as url, client(url) as http:
+            run = (await http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}})).json()
+            seen: list[str] = []
+
+            async def follow() -> None:
+                async with http.stream("GET", f"/runs/{run['id']}/events?follow=1") as stream:
+                    async for line in stream.aiter_lines():
+                        seen.append(line)
+                        if "RUN_FINISHED" in line:
+                            return
+
+            follower = asyncio.create_task(follow())
+            deadline = time.monotonic() + 30
+            while not (app.engine.tail.hearing and any("RUN_INTERRUPTED" in line for line in seen)):
+                assert time.monotonic() < deadline and not follower.done(), seen
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # past the polls of before: the follower waits for a notification now
+
+            # the subscription is cut, and cannot come back: the writes of other processes go unheard
+            await admin.execute_command("ACL", "SETUSER", "default", "-subscribe")
+            await admin.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+            while app.engine.tail.hearing:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other), base_url="http://unit") as there:
+                resumed = await there.post(f"/runs/{run['id']}/resume?wait=1", json={"answer": {"approved": True}})
+                assert resumed.json()["status"] == "completed", resumed.text
+            await asyncio.wait_for(follower, 20)  # polled: well before the keep-alive's read
+
+            await admin.execute_command("ACL", "SETUSER", "default", "+subscribe")  # back: it hears every write again
+            while not app.engine.tail.hearing:
+                assert time.monotonic() < deadline + 30
+                await asyncio.sleep(0.05)
+    finally:
+        await other.engine.aclose()
+        await admin.aclose()
+        store.stop()

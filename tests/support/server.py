@@ -1,0 +1,79 @@
+"""A real uvicorn process serving tests/support/server_app.py, which tests stop and start again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_up(url: str, timeout: float = 30) -> dict[str, object]:
+    """Poll ``GET {url}/agents`` until the server answers; its manifest."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return httpx.get(f"{url}/agents", timeout=1).json()  # type: ignore[no-any-return]
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no server answered at {url}") from None
+            time.sleep(0.05)
+
+
+class Server:
+    def __init__(self, store: str, *, env: dict[str, str] | None = None, log: Path | None = None) -> None:
+        self.port = free_port()
+        self.log = log  # where the server's stderr goes (default: the test's own)
+        self.url = f"http://127.0.0.1:{self.port}"
+        # The server's own URL, as a deployment configures it (the A2A card shows it).
+        self._env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TEST_STORE": store,
+            "AGENT_UNIT_URL": self.url,
+            **(env or {}),
+        }
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Server:
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "tests.support.server_app:app",
+                "--port",
+                str(self.port),
+                "--timeout-graceful-shutdown",
+                "1",
+                "--log-level",
+                "warning",
+            ],
+            env=self._env,
+            stderr=None if self.log is None else self.log.open("ab"),
+        )
+        wait_until_up(self.url)
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self._process is not None:
+            self._process.send_signal(sig)
+            self._process.wait(timeout=20)
+            self._process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
