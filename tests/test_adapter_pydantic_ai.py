@@ -130,7 +130,11 @@ async def test_the_call_waiting_for_approval_is_shown_before_the_park_and_once()
         declined = await unit.run("support", "refund my order")
         await unit.resume(declined.id, False)
         assert_the_call_is_shown_before_the_park_and_once(
-            await unit.events(declined.id), call_id="call_1", tool="refund", arguments={"order_id": "o_1"}, approved=False
+            await unit.events(declined.id),
+            call_id="call_1",
+            tool="refund",
+            arguments={"order_id": "o_1"},
+            approved=False,
         )
 
 
