@@ -61,7 +61,10 @@ def _verdict(tmp_path: Path, outputs: dict[str, str]) -> subprocess.CompletedPro
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
-KNOWN = "FAILED tests/mandatory/jsonrpc/test_a2a_error_codes_enhanced.py::test_push_notification_not_supported_error_32003_enhanced - TypeError\n"
+KNOWN = (
+    "FAILED tests/mandatory/jsonrpc/test_a2a_error_codes_enhanced.py"
+    "::test_push_notification_not_supported_error_32003_enhanced - TypeError\n"
+)
 
 
 def test_the_verdict_passes_with_only_known_tck_defects_and_fails_on_any_other(tmp_path: Path) -> None:

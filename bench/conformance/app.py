@@ -13,13 +13,11 @@ every run of the suites starts from no tasks.
 from __future__ import annotations
 
 import os
-
 from typing import Any
 
 from pydantic import BaseModel
 
 from agent_unit import Run, create_agent_unit, define_agent
-
 
 CHAT_READS, CHAT_PAUSE = 20, "30s"
 
