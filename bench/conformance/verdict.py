@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-_SUMMARY = re.compile(r"^=+ (.*\d+ (?:passed|failed|skipped|errors?).*) in [\d.]+s", re.MULTILINE)
+_SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed|skipped|errors?).*) in [\d.]+s", re.MULTILINE)
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)")
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 
