@@ -22,13 +22,22 @@ from pydantic_core import to_jsonable_python
 
 from .run import UNTYPED, Run
 
-__all__ = ["Durable", "request_hash"]
+__all__ = ["Durable", "request_hash", "tool_call_started"]
 
 
 def request_hash(request: Any) -> str:
     """A short, stable digest of a request (canonical JSON)."""
     text = json.dumps(to_jsonable_python(request, fallback=repr), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def tool_call_started(call_id: str, tool: str, arguments: Any) -> tuple[dict[str, Any], ...]:
+    """The AG-UI events that show a tool call before its result: ``TOOL_CALL_START``, ``ARGS``, ``END``."""
+    return (
+        {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": tool},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(arguments, default=str)},
+        {"type": "TOOL_CALL_END", "toolCallId": call_id},
+    )
 
 
 class Durable:
@@ -93,11 +102,8 @@ class Durable:
                 UNTYPED,
                 what=f"the result of tool {tool_name!r}",
                 request_hash=request_hash(arguments),
-                started=(
-                    {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": tool_name},
-                    {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(arguments, default=str)},
-                    {"type": "TOOL_CALL_END", "toolCallId": call_id},
-                ),
+                # A call shown at its approval already adds only its result.
+                started=() if call_id in run.shown_tool_calls else tool_call_started(call_id, tool_name, arguments),
                 result_event=lambda text: {
                     "type": "TOOL_CALL_RESULT",
                     "messageId": f"{call_id}:result",

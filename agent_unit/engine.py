@@ -272,6 +272,36 @@ class RunEngine:
         )
         return await self.wait(run_id) if wait else record
 
+    async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
+        """Deliver a message to a run that has not finished; the agent reads it with ``run.messages()``.
+
+        The message is stored as the run's ``agent-unit.message`` CUSTOM event (durable, in its
+        history), by a compare-and-set that changes nothing else, so it lands whether the run is
+        executing on any server, sleeping or parked. It does not wake a sleeping run.
+        """
+        try:
+            _, size = jsontext.encode(value)
+        except ValueError as exc:
+            raise UnstorableValue(f"the message cannot be stored as JSON: {exc}") from None
+        if size > self.max_step_bytes:
+            raise UnstorableValue(
+                f"the message is {size:,} bytes of JSON, over max_step_bytes ({self.max_step_bytes:,})"
+            )
+        event = ev.dumps(ev.custom(ev.MESSAGE, {"messageId": message_id or new_id("msg"), "value": value}))
+        while True:
+            record = await self.get(run_id)
+            if record.finished:
+                raise RunConflict(f"run {run_id} is {record.status.value}: it takes no more messages")
+            expected = record.version
+            try:
+                await self.store.save_run(record, expected_version=expected, events=[event])
+            except RunConflict:
+                continue  # a lease renewal, a park or a step: read it again
+            record.version = expected + 1
+            break
+        self.tail.notify(run_id)
+        return record
+
     async def wake(self, run_id: str, *, wait: bool = False) -> RunRecord:
         """Wake a sleeping run whose time has come (a timer, the sweep or ``schedule_wake``)."""
         record = await self.get(run_id)
@@ -280,7 +310,13 @@ class RunEngine:
         if record.due_at is not None and record.due_at > self.clock.time():
             self._arm(run_id, record.due_at)
             return record
-        await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
+        try:
+            await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
+        except RunConflict:
+            again = await self.get(run_id)
+            if again.status != RunStatus.sleeping:
+                raise  # woken elsewhere, cancelled or deleted
+            return await self.wake(run_id, wait=wait)  # changed by a message (send): still asleep
         return await self.wait(run_id) if wait else record
 
     async def continue_run(self, run_id: str, *, wait: bool = False) -> RunRecord:
@@ -645,13 +681,17 @@ class RunEngine:
         record.updated_at = to_datetime(self.clock.time())  # type: ignore[assignment]
         async with execution.lock:
             expected = record.version  # read under the lock: a lease renewal bumps it
-            try:
-                await self.store.save_run(
-                    record, expected_version=expected, journal=journal, events=execution.events.drain(event)
-                )
-            except RunConflict:
-                log.info("run %s changed while executing (cancelled or taken over); this execution stops", record.id)
-                return False
+            events = execution.events.drain(event)
+            while True:
+                try:
+                    await self.store.save_run(record, expected_version=expected, journal=journal, events=events)
+                    break
+                except RunConflict:
+                    stored = await self.store.load_run(record.id)
+                    if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
+                        log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
+                        return False
+                    expected = stored.version  # still ours: a message was stored meanwhile (send)
         record.version = expected + 1
         self.tail.notify(record.id)
         return True

@@ -130,6 +130,10 @@ def step_retry(name: str, attempt: int, error: dict[str, Any], delay: float) -> 
     return {"type": "CUSTOM", "name": "agent-unit.step-retry", "value": value}
 
 
+MESSAGE = "agent-unit.message"
+"""The CUSTOM event that holds a message sent to a live run (``RunEngine.send``): ``{messageId, value}``."""
+
+
 def custom(name: str, value: Any) -> dict[str, Any]:
     return {"type": "CUSTOM", "name": name, "value": value}
 

@@ -22,7 +22,7 @@ import inspect
 import json
 import sys
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,7 +44,7 @@ from .errors import (
     StoreUnavailable,
     UnstorableValue,
 )
-from .events import custom, dumps, step_finished, step_retry, step_started
+from .events import MESSAGE, custom, dumps, step_finished, step_retry, step_started
 from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry
 from .retry import RetryPolicy
@@ -413,6 +413,11 @@ class Run:
         # The errors steps raised to agent code (by id: exceptions take no weak references), so
         # the run's error can name the step it came from.
         self._step_errors: dict[int, tuple[BaseException, str]] = {}
+        self._messages_after = 0  # the seq of the last event run.messages() has read
+        self.shown_tool_calls: set[str] = set()
+        """Ids of tool calls whose ``TOOL_CALL_START``/``ARGS``/``END`` this run showed before the
+        call ran (at its approval, see :func:`agent_unit.adapters.approval.ask_approval`): when the
+        call runs, ``ctx.durable.tools`` adds only its ``TOOL_CALL_RESULT``, so a UI sees it once."""
 
     @property
     def usage(self) -> list[dict[str, Any]]:
@@ -644,14 +649,36 @@ class Run:
 
     @overload
     async def interrupt(
-        self, name: str, payload: Any = None, *, key: str | None = None, schema: dict[str, Any] | None = None
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        key: str | None = None,
+        schema: dict[str, Any] | None = None,
+        events: Sequence[dict[str, Any]] = (),
     ) -> Any: ...
 
     @overload
-    async def interrupt(self, name: str, payload: Any = None, *, answer: type[T], key: str | None = None) -> T: ...
+    async def interrupt(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        answer: type[T],
+        key: str | None = None,
+        events: Sequence[dict[str, Any]] = (),
+    ) -> T: ...
 
     @overload  # a union (``bool | Approval``) or another type form that is not a class
-    async def interrupt(self, name: str, payload: Any = None, *, answer: object, key: str | None = None) -> Any: ...
+    async def interrupt(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        answer: object,
+        key: str | None = None,
+        events: Sequence[dict[str, Any]] = (),
+    ) -> Any: ...
 
     async def interrupt(
         self,
@@ -661,6 +688,7 @@ class Run:
         answer: Any = UNTYPED,
         key: str | None = None,
         schema: dict[str, Any] | None = None,
+        events: Sequence[dict[str, Any]] = (),
     ) -> Any:
         """Park until ``POST /runs/{id}/resume`` answers; return the answer validated as ``answer``.
 
@@ -669,12 +697,20 @@ class Run:
         interrupt id) names the interrupt for good instead of by its occurrence, for interrupts
         that a replay may reach in another order. ``schema`` is the JSON Schema of an untyped
         answer, for a framework whose own interrupt carries one (given ``answer``, its schema is used).
+        ``events`` (AG-UI events, such as the ``TOOL_CALL_*`` of the call an approval is for) are
+        stored just before ``RUN_INTERRUPTED`` when the run parks here; a replay emits none.
         """
         journal_key = f"interrupt:{name}@{key}" if key is not None else self.next_key("interrupt", name)
-        return await self._interrupt(journal_key, name, payload, answer, schema)
+        return await self._interrupt(journal_key, name, payload, answer, schema, events)
 
     async def _interrupt(
-        self, key: str, name: str, payload: Any, answer: Any = UNTYPED, schema: dict[str, Any] | None = None
+        self,
+        key: str,
+        name: str,
+        payload: Any,
+        answer: Any = UNTYPED,
+        schema: dict[str, Any] | None = None,
+        events: Sequence[dict[str, Any]] = (),
     ) -> Any:
         """The interrupt under journal ``key``; ``schema`` describes an untyped answer (a framework's own)."""
         entry = self._replayed(key)
@@ -694,6 +730,8 @@ class Run:
         if answer is not UNTYPED:
             schema = _answer_schema(answer)
         interrupt = Interrupt(name=name, key=key, payload=payload, answer_schema=schema, answer_type=type_ref(answer))
+        for event in events:  # stored with the park, before RUN_INTERRUPTED
+            self._execution.events.add(dict(event))
         raise Interrupted(interrupt)
 
     def end_replay(self) -> None:
@@ -740,6 +778,28 @@ class Run:
         due = json.loads(entry.value or "0")
         if due > now:
             raise Sleeping(due, None)
+
+    # messages
+
+    async def messages(self) -> list[Any]:
+        """The messages sent to this run since the last call (``RunEngine.send``, an A2A message to a
+        working task), oldest first: each one's JSON value. Journaled, so a replay reads the same;
+        a message sent after the run's last read stays in its events (and its A2A history) only.
+        """
+
+        async def read() -> dict[str, Any]:
+            found: list[Any] = []
+            last = self._messages_after
+            for stored in await self._execution.store.read_events(self.id, after=self._messages_after):
+                last = stored.seq
+                event = json.loads(stored.data)
+                if event.get("type") == "CUSTOM" and event.get("name") == MESSAGE:
+                    found.append((event.get("value") or {}).get("value"))
+            return {"after": last, "messages": found}
+
+        result = await self.journaled(self.next_key("messages", ""), "messages", read, (), what="the messages read")
+        self._messages_after = max(self._messages_after, int(result["after"]))
+        return list(result["messages"])
 
     # events
 

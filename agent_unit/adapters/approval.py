@@ -1,7 +1,9 @@
 """Tool approval, shared by the built-in adapters: one interrupt per call, one answer format.
 
 A ``tool-approval`` interrupt carries ``{call_id, tool, arguments, agent}``; the answer is
-``true``, ``false`` or ``{"approved": bool, "reason"?: str}``.
+``true``, ``false`` or ``{"approved": bool, "reason"?: str}``. Before the run parks, the call's
+``TOOL_CALL_START``/``ARGS``/``END`` are stored, so a UI shows which call it approves (the
+``toolCallId`` is the payload's ``call_id``); once approved, the call adds only its result.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..durable import tool_call_started
 from ..run import Run
 
 __all__ = ["Approval", "ApprovalAnswer", "ask_approval"]
@@ -25,9 +28,17 @@ class Approval(BaseModel):
 ApprovalAnswer = bool | Approval
 
 
-async def ask_approval(run: Run, *, call_id: str, tool: str, arguments: Any, agent: str | None) -> Approval:
-    """Park until a human approves or declines the call; a replay returns the journaled answer."""
+async def ask_approval(
+    run: Run, *, call_id: str, tool: str, arguments: Any, agent: str | None, show: bool = True
+) -> Approval:
+    """Park until a human approves or declines the call; a replay returns the journaled answer.
+
+    ``show=False`` for a call whose tool events were emitted already (a tool that ran, then asked).
+    """
     payload = {"call_id": call_id, "tool": tool, "arguments": arguments, "agent": agent}
+    events = tool_call_started(call_id, tool, arguments) if show else ()
+    if show:
+        run.shown_tool_calls.add(call_id)
     # Keyed by the call id: parallel calls may reach their approvals in another order on replay.
-    answer = await run.interrupt("tool-approval", payload, answer=ApprovalAnswer, key=call_id)
+    answer = await run.interrupt("tool-approval", payload, answer=ApprovalAnswer, key=call_id, events=events)
     return answer if isinstance(answer, Approval) else Approval(approved=bool(answer))

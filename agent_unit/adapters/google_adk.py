@@ -232,8 +232,9 @@ class _Durability(BasePlugin):
         if asked is not None:
             # The tool called tool_context.request_confirmation(): ADK would end the invocation and
             # wait for the answer; the run parks instead, then calls the tool again with the answer.
+            # Its tool events went out as it ran; the second call adds its own.
             answer = await ask_approval(
-                self._ctx.run, call_id=call_id, tool=tool.name, arguments=tool_args, agent=agent
+                self._ctx.run, call_id=call_id, tool=tool.name, arguments=tool_args, agent=agent, show=False
             )
             tool_context.tool_confirmation = asked.model_copy(update={"confirmed": answer.approved})
             result = await self._invoke(tool, tool_args, tool_context, f"{call_id}:confirmed")

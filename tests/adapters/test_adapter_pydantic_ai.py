@@ -25,6 +25,7 @@ from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
 
 from ..support import pydantic_ai_fixtures as fixtures
+from ..support.approval_events import assert_the_call_is_shown_before_the_park_and_once
 from ..support.crash import recover, start_and_kill
 from ..support.server import Server
 
@@ -114,6 +115,27 @@ async def test_approval_survives_a_restart_and_repeats_nothing(tmp_path: Path, f
     assert fresh_log == ["model support 1", f"refund o_1 {key}", "model support 3"]  # model call 1 replayed
     assert [entry["model"] for entry in done.usage] == ["scripted-support"]
     assert done.usage[0]["input_tokens"] > 0
+
+
+async def test_the_call_waiting_for_approval_is_shown_before_the_park_and_once() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        parked = await unit.run("support", "refund my order")
+        done = await unit.resume(parked.id, True)
+        assert done.status == RunStatus.completed
+        events = await unit.events(parked.id)
+        validated([event for event in events if event["type"] != "RUN_INTERRUPTED"])  # agent-unit's own
+        assert_the_call_is_shown_before_the_park_and_once(
+            events, call_id="call_1", tool="refund", arguments={"order_id": "o_1"}
+        )
+        declined = await unit.run("support", "refund my order")
+        await unit.resume(declined.id, False)
+        assert_the_call_is_shown_before_the_park_and_once(
+            await unit.events(declined.id),
+            call_id="call_1",
+            tool="refund",
+            arguments={"order_id": "o_1"},
+            approved=False,
+        )
 
 
 async def test_a_declined_approval_runs_nothing_and_the_model_is_told(fresh_log: list[str]) -> None:
@@ -305,7 +327,8 @@ async def test_mcp_toolset_calls_are_journaled_and_not_repeated_after_a_restart(
         parked = await unit.run("shop", "ship, then refund")
         assert parked.status == RunStatus.interrupted and shipped == ["a"]
         events = await unit.events(parked.id)
-        assert [e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"] == ["ship"]
+        # the MCP call, then the call that waits for approval, shown before the park
+        assert [e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"] == ["ship", "refund"]
     async with create_test_unit({"shop": build()}, store) as unit:  # a restarted process
         done = await unit.resume(parked.id, True)
     await store.close()

@@ -6,6 +6,7 @@ pause and its answer; the error cases run in process (httpx over ASGI).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -669,8 +670,6 @@ ERRORS = [
         "broken, count, echo",
     ),
     ("a file", call("SendMessage", {"message": user({"url": "https://f.example/a.pdf"})}), -32005, "file"),
-    ("data and text", call("SendMessage", {"message": user({"text": "a"}, {"data": 1})}), -32005, "not both"),
-    ("two data parts", call("SendMessage", {"message": user({"data": 1}, {"data": 2})}), -32005, "two data parts"),
     (
         "text and data in one part",
         call("SendMessage", {"message": user({"text": "a", "data": 1})}),
@@ -848,9 +847,50 @@ async def test_a_wrong_answer_is_an_error_and_the_task_still_waits(http: httpx.A
     invalid = await rpc(http, "SendMessage", {"message": user({"data": {"approved": 1.5}}, skill=None, taskId=run_id)})
     assert invalid["error"]["data"][1]["@type"] == "type.googleapis.com/google.rpc.BadRequest"
     assert (await rpc(http, "GetTask", {"id": run_id}))["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    sleeping = (await rpc(http, "SendMessage", {"message": user({"text": "x"}, skill="nap")}))["result"]["task"]
-    reply = await rpc(http, "SendMessage", {"message": user({"text": "x"}, skill=None, taskId=sleeping["id"])})
-    assert reply["error"]["code"] == -32004 and "input-required" in reply["error"]["message"]
+    done = (await rpc(http, "SendMessage", {"message": user({"text": "x"})}))["result"]["task"]
+    reply = await rpc(http, "SendMessage", {"message": user({"text": "x"}, skill=None, taskId=done["id"])})
+    assert reply["error"]["code"] == -32004 and "terminal" in reply["error"]["message"]
+
+
+async def test_text_and_data_parts_together_reach_the_agent_as_one_value(http: httpx.AsyncClient) -> None:
+    both = await rpc(http, "SendMessage", {"message": user({"text": "ship"}, {"data": {"box": 1}}, skill="note")})
+    assert both["result"]["task"]["artifacts"][0]["parts"][0]["data"] == {"text": "ship", "data": [{"box": 1}]}
+    two = await rpc(http, "SendMessage", {"message": user({"data": 1}, {"data": [2]}, skill="note")})
+    assert two["result"]["task"]["artifacts"][0]["parts"][0]["data"] == {"text": "", "data": [1, [2]]}
+    # an agent that takes a string (a chat agent's prompt) reads the text, then each data part as JSON
+    prompt = await rpc(http, "SendMessage", {"message": user({"text": "a"}, {"data": {"b": 1}})})
+    assert prompt["result"]["task"]["artifacts"][0]["parts"][0]["text"] == 'echo: A\n{"B": 1}'
+    older = await rpc(
+        http,
+        "message/send",
+        {"message": user03({"kind": "text", "text": "t"}, {"kind": "data", "data": {"x": 1}}, skill="note")},
+    )
+    assert older["result"]["artifacts"][0]["parts"][0]["data"] == {"text": "t", "data": [{"x": 1}]}
+
+
+async def test_a_message_to_a_working_task_reaches_the_run_and_its_history(http: httpx.AsyncClient) -> None:
+    started = await rpc(http, "SendMessage", {"message": user({"text": "listen"}, skill="listener")})
+    task_id = started["result"]["task"]["id"]
+    assert started["result"]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    sent = []
+    for words in ("hello", {"order": 7}, "stop"):
+        part = {"text": words} if isinstance(words, str) else {"data": words}
+        message = user(part, skill=None, taskId=task_id)
+        reply = await rpc(http, "SendMessage", {"message": message})
+        assert reply["result"]["task"]["id"] == task_id, reply  # accepted: the task was working
+        sent.append(message["messageId"])
+    for _ in range(100):
+        got = (await rpc(http, "GetTask", {"id": task_id}))["result"]
+        if got["status"]["state"] == "TASK_STATE_COMPLETED":
+            break
+        await asyncio.sleep(0.1)
+    assert got["artifacts"][0]["parts"][0]["data"] == ["hello", {"order": 7}, "stop"]  # what run.messages() gave
+    users = [entry for entry in got["history"] if entry["role"] == "ROLE_USER"]
+    assert [entry["messageId"] for entry in users] == [f"{task_id}:input", *sent]  # each message, in order
+    streamed = await http.post(
+        "/a2a", json=call("SendStreamingMessage", {"message": user({"text": "late"}, skill=None, taskId=task_id)})
+    )
+    assert json.loads(streamed.text.split("data: ", 1)[1].split("\n", 1)[0])["error"]["code"] == -32004  # ended
 
 
 async def test_unsupported_versions_and_oversized_bodies(http: httpx.AsyncClient) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from agent_unit import Run, define_agent
@@ -46,4 +48,34 @@ async def nap(input: str, run: Run) -> str:
     return "rested"
 
 
-AGENTS = {"echo": echo, "refund": refund, "count": count, "broken": broken, "nap": nap}
+class Note(BaseModel):
+    """What a message with text and data parts together becomes."""
+
+    text: str
+    data: list[Any]
+
+
+@define_agent(description="Says what a message of text and data parts held.")
+async def note(input: Note) -> dict[str, Any]:
+    return {"text": input.text, "data": input.data}
+
+
+@define_agent(description="Reads the messages sent to it while it works, until one says stop.")
+async def listener(input: str, run: Run) -> list[Any]:
+    heard: list[Any] = []
+    while "stop" not in heard:
+        heard += await run.messages()
+        if "stop" not in heard:
+            await run.sleep(0.2)  # working (sleeping) between reads: a message lands while it is parked too
+    return heard
+
+
+AGENTS = {
+    "echo": echo,
+    "refund": refund,
+    "count": count,
+    "broken": broken,
+    "nap": nap,
+    "note": note,
+    "listener": listener,
+}
