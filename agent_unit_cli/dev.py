@@ -24,15 +24,15 @@ import watchfiles
 from rich.console import Console
 
 from agent_unit import create_agent_unit
-from agent_unit.discovery import discover_agents
-from agent_unit.errors import AgentUnitError, ConfigError
+from agent_unit.discovery import discover_project
+from agent_unit.errors import AgentBroken, AgentUnitError, ConfigError
 from agent_unit.http import AgentUnit
 from agent_unit.tasks import tasks_from_config
 
 from .config import load_config, store_url
 from .servers import load_server
 
-__all__ = ["ProjectFilter", "check", "check_port", "create_app", "log_config", "serve", "watch"]
+__all__ = ["ProjectFilter", "broken_agents", "check", "check_port", "create_app", "log_config", "serve", "watch"]
 
 IGNORED = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
 """Folders whose changes never restart ``dev``, besides hidden ones (``.output``, ``.agent-unit``,
@@ -45,6 +45,10 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
     With ``server = "module:app"`` that is the user's own app, imported from the project, with
     the in-process scheduler of its tasks (claimed in the project's store) and its
     ``wait_until`` work, as the server preset runs it; ``agents/`` is not scanned.
+
+    An agent file that does not import (or defines no agent) does not stop the others: it is
+    served as broken (``app.engine.broken``: 503 on its routes, listed in ``GET /agents``)
+    until an edit fixes it.
     """
     config, _ = load_config(root)
     if config.server:
@@ -53,10 +57,11 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
         app = load_server(config.server, root)
         tasks = tasks_from_config(config.tasks, root=root.resolve())
         return serve_app(app, tasks=tasks, store=store_url(root, config) if tasks else None)
-    agents = discover_agents(root, adapters=config.adapters)
+    found = discover_project(root, adapters=config.adapters)
     try:
         return create_agent_unit(
-            agents,
+            found.agents,
+            broken=found.broken,
             store=store_url(root, config),
             name=config.name,
             base_path=config.base_path,
@@ -73,6 +78,11 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
         )
     except ValueError as exc:  # a store URL, driver or authorize hook that cannot be used
         raise ConfigError(str(exc)) from None
+
+
+def broken_agents(app: Any) -> dict[str, AgentBroken]:
+    """The agents of ``app`` whose file does not load (none for the user's own app)."""
+    return dict(app.engine.broken) if isinstance(app, AgentUnit) else {}
 
 
 def check(app: Any) -> None:
@@ -147,11 +157,16 @@ def serve(root: str, host: str, port: int, log_level: str, public_url: str, pare
     if parent is not None:
         _stop_with(parent)
 
+    errors = Console(stderr=True, soft_wrap=True)
     try:
         app = create_app(Path(root), public_url=public_url)
     except (ConfigError, AgentUnitError) as exc:  # an edit broke the project: wait for the next one
-        Console(stderr=True, soft_wrap=True).print(f"error: {exc}", markup=False, highlight=False)
+        errors.print(f"error: {exc}", markup=False, highlight=False)
         raise SystemExit(1) from None
+    for name, broken in sorted(broken_agents(app).items()):  # said once, by the process that serves
+        errors.print(
+            f"error: {broken}; agent {name!r} answers 503 until the file is fixed", markup=False, highlight=False
+        )
     config = uvicorn.Config(
         app,
         host=host,

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from agent_unit import __version__
 from agent_unit.discovery import discover_agents
+from agent_unit.errors import ConfigError
 
 from . import runs, tasks
 from .build import build, routes
@@ -106,6 +107,8 @@ def dev(
         config, source = load_config(root)
         public_url = os.environ.get("AGENT_UNIT_URL") or config.url or listen_url(host, port, note=False)
         served = serving.create_app(root, public_url=public_url)
+        if check and (broken := serving.broken_agents(served)):  # CI: every agent must load
+            raise ConfigError(str(next(iter(broken.values()))))
         serving.check(served)  # the startup the server will do: a failure is one message here, and exit 1
         serving.check_port(host, port)
     if config.server:
@@ -134,6 +137,9 @@ def _dev_banner(served: Any, config: Config, source: Path | None, root: Path, ho
     )
     for name, agent in sorted(agents.items()):
         console.print(f"  [cyan]{escape(name)}[/cyan]  {escape(_first_line(agent.description))}")
+    for name, broken in sorted(served.engine.broken.items()):
+        where = f"{broken.details['file']}" + (f":{broken.details['line']}" if broken.details["line"] else "")
+        console.print(f"  [red]{escape(name)}[/red]  broken ({escape(where)}): its routes answer 503 until it is fixed")
     for route in routes(config.base_path):
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False, soft_wrap=True)
