@@ -30,6 +30,7 @@ from agent_unit.http import AgentUnit
 from agent_unit.tasks import tasks_from_config
 
 from .config import load_config, store_url
+from .dev_address import connect_url, forget, record
 from .servers import load_server
 
 __all__ = ["ProjectFilter", "broken_agents", "check", "check_port", "create_app", "log_config", "serve", "watch"]
@@ -175,21 +176,36 @@ def serve(root: str, host: str, port: int, log_level: str, public_url: str, pare
         log_level=log_level,
         timeout_graceful_shutdown=3,  # an open event stream must not keep a restart waiting
     )
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down (as uvicorn.run does)
-        _Server(config, f"http://{host}:{port}").run()
+    address = None
+    if isinstance(app, AgentUnit):  # `runs resume` and `runs cancel` come here while it serves
+        project, _ = load_config(Path(root))
+        address = (connect_url(host, port, project.base_path), store_url(Path(root), project))
+    server = _Server(config, f"http://{host}:{port}", Path(root), address)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down (as uvicorn.run does)
+            server.run()
+    finally:
+        forget(Path(root))
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, saying ``serving on URL`` once it listens (never before, never after a failure)."""
+    """uvicorn's server, saying ``serving on URL`` once it listens (never before, never after a failure),
+    and recording its address for ``agent-unit runs`` (:mod:`agent_unit_cli.dev_address`) while it does."""
 
-    def __init__(self, config: uvicorn.Config, url: str) -> None:
+    def __init__(self, config: uvicorn.Config, url: str, root: Path, address: tuple[str, str] | None) -> None:
         super().__init__(config)
-        self.url = url
+        self.url, self.root, self.address = url, root, address
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
+            if self.address is not None:
+                record(self.root, *self.address)
             Console().print(f"serving on {self.url}", markup=False, highlight=False)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        forget(self.root)  # first: a resume must not come here while the server closes
+        await super().shutdown(sockets)
 
 
 def _stop_with(parent: int) -> None:
