@@ -47,12 +47,13 @@ def serving(root: Path, store: str) -> str | None:
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None  # killed without removing its address
-    except PermissionError:
-        pass  # alive, another user's
+    if os.name == "posix":  # signal 0 only asks whether it lives (on Windows it would be Ctrl-C)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None  # killed without removing its address
+        except PermissionError:
+            pass  # alive, another user's
     import httpx
 
     try:
