@@ -38,30 +38,9 @@ __all__ = [
     "candidate",
     "distributions",
     "install",
-    "installed",
-    "package_name",
     "uninstall",
     "with_extras",
 ]
-
-
-def package_name(spec: str) -> str:
-    """The distribution name of ``spec``: a requirement (``pkg==1.0``) or a local path."""
-    path = Path(spec)
-    if path.exists():
-        pyproject = path / "pyproject.toml"
-        if not pyproject.is_file():
-            raise AddError(f"{spec} has no pyproject.toml: point to a package folder or give a package name")
-        return str(tomllib.loads(pyproject.read_text())["project"]["name"])
-    return re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]
-
-
-def installed(name: str) -> bool:
-    try:
-        importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def distributions() -> set[str]:
