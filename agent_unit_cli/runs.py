@@ -96,12 +96,11 @@ class Local:
             return None
 
     def _run(self, work: Callable[[Any], Coroutine[Any, Any, Any]], *, agents: bool = False) -> Any:
-        from agent_unit.discovery import Discovered, discover_project
+        from agent_unit.discovery import discover_agents
         from agent_unit.runtime import RunEngine
 
         config, _ = load_config(self.root)
-        # another agent's broken file must not keep this run from resuming
-        found = discover_project(self.root, adapters=config.adapters) if agents else Discovered()
+        found = discover_agents(self.root, adapters=config.adapters) if agents else {}
         default = self.root / DEFAULT_STORE_PATH
         if config.storage is None and not default.is_file():  # never create a store by looking for runs
             raise ConfigError(
@@ -112,9 +111,8 @@ class Local:
         async def go() -> Any:
             try:
                 engine = RunEngine(
-                    found.agents,
+                    found,
                     store_url(self.root, config),
-                    broken=found.broken,
                     budget=config.budget,
                     retention=config.retention,
                     background_sweep=False,
