@@ -16,13 +16,14 @@ import sys
 import traceback
 import types
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .agent import Agent
-from .errors import DiscoveryError
+from .errors import AgentBroken, DiscoveryError
 
-__all__ = ["agent_sources", "discover_agents", "load_registry"]
+__all__ = ["Discovered", "agent_sources", "discover_agents", "discover_project", "load_registry"]
 
 PACKAGE = "_agent_unit_agents"
 
@@ -70,6 +71,19 @@ def _import(directory: Path, name: str) -> types.ModuleType:
     return importlib.import_module(f"{PACKAGE}.{name}")
 
 
+@dataclass(slots=True)
+class Discovered:
+    """What :func:`discover_project` found: the agents that load, and the files that do not.
+
+    ``broken`` maps each agent name whose file failed to an :class:`AgentBroken` whose
+    message is the one :func:`discover_agents` raises, and whose ``details`` hold the
+    ``file`` and ``line`` at fault (``line`` is ``None`` where the file imports but defines no agent).
+    """
+
+    agents: dict[str, Agent] = field(default_factory=dict)
+    broken: dict[str, AgentBroken] = field(default_factory=dict)
+
+
 def discover_agents(
     root: str | Path = ".", *, directory: str = "agents", resolve: Resolve | None = None, adapters: Sequence[Any] = ()
 ) -> dict[str, Agent]:
@@ -78,6 +92,20 @@ def discover_agents(
     ``resolve(name, value)`` turns a module value into an :class:`Agent` (adapters plug in
     here); by default ``define_agent`` agents and whatever the ``adapters`` (then the
     installed ones) recognise.
+    """
+    found = discover_project(root, directory=directory, resolve=resolve, adapters=adapters)
+    for broken in found.broken.values():
+        raise DiscoveryError(broken.message, details=broken.details) from broken.__cause__
+    return found.agents
+
+
+def discover_project(
+    root: str | Path = ".", *, directory: str = "agents", resolve: Resolve | None = None, adapters: Sequence[Any] = ()
+) -> Discovered:
+    """As :func:`discover_agents`, but a file that fails is reported in ``broken``, not raised.
+
+    For ``agent-unit dev``: one agent file with a mistake must not take the other agents down.
+    A missing ``agents/`` folder, or an adapter that cannot load, still raises.
     """
     resolve = resolve or _resolver(adapters)
     folder = (Path(root) / directory).resolve()
@@ -88,22 +116,30 @@ def discover_agents(
     root_path = str(folder.parent)
     if root_path not in sys.path:
         sys.path.insert(0, root_path)  # so agents can import the project's own modules
-    agents: dict[str, Agent] = {}
+    found = Discovered()
     for name in _module_names(folder):
         shown = f"{directory}/{name}.py" if (folder / f"{name}.py").exists() else f"{directory}/{name}/__init__.py"
         try:
             module = _import(folder, name)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any error of the user's file: reported with its file and line
             where = _raised_at(exc, folder.parent)
-            raise DiscoveryError(
-                f"{shown} failed to import: {type(exc).__name__}: {exc}" + (f" (raised at {where})" if where else "")
-            ) from exc
-        agents[name] = _agent_of(module, name, shown, resolve)
-    return agents
+            broken = AgentBroken(
+                f"{shown} failed to import: {type(exc).__name__}: {exc}"
+                + (f" (raised at {where[0]}:{where[1]})" if where else ""),
+                details={"file": where[0] if where else shown, "line": where[1] if where else None},
+            )
+            broken.__cause__ = exc
+            found.broken[name] = broken
+            continue
+        try:
+            found.agents[name] = _agent_of(module, name, shown, resolve)
+        except DiscoveryError as exc:
+            found.broken[name] = AgentBroken(exc.message, details={"file": shown, "line": None})
+    return found
 
 
-def _raised_at(exc: BaseException, root: Path) -> str | None:
-    """``file:line`` of the innermost frame in the user's project that raised ``exc``.
+def _raised_at(exc: BaseException, root: Path) -> tuple[str, int] | None:
+    """``(file, line)`` of the innermost frame in the user's project that raised ``exc``.
 
     An agent often fails in a module it imports (``lib/db.py`` reading a setting), so the
     agent's own file alone sends the user to the wrong place. Frames outside ``root`` (the
@@ -118,7 +154,7 @@ def _raised_at(exc: BaseException, root: Path) -> str | None:
                 found = (frame.f_code.co_filename, line)
     if found is None or not _in_project(Path(found[0]), root):
         return None
-    return f"{Path(found[0]).resolve().relative_to(root)}:{found[1]}"
+    return Path(found[0]).resolve().relative_to(root).as_posix(), found[1]
 
 
 def _in_project(path: Path, root: Path) -> bool:

@@ -32,6 +32,7 @@ from .clock import Clock, SystemClock, to_datetime
 from .durations import Duration, parse_duration
 from .errors import (
     VALUE_ERRORS,
+    AgentBroken,
     AgentNotFound,
     AgentUnitError,
     InvalidArgument,
@@ -125,6 +126,9 @@ class RunEngine:
     execution, or ``start_background()``); turn it off where a host scheduler sweeps.
     ``agents`` may hold framework agents: they run through the first matching adapter
     (``adapters``, references like ``"pkg.mod:adapter"``, then installed ones).
+    ``broken``: agents of the project whose file does not load (``agent-unit dev`` serves the
+    others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
+    raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
     """
 
     def __init__(
@@ -144,8 +148,10 @@ class RunEngine:
         background_sweep: bool = True,
         owner: str | None = None,
         adapters: Sequence[Any] = (),
+        broken: Mapping[str, AgentBroken] | None = None,
     ) -> None:
         self.agents = _resolve_agents(agents, adapters)
+        self.broken: dict[str, AgentBroken] = dict(broken or {})
         self._owns_store = not isinstance(store, Store)
         self.store: Store = store if isinstance(store, Store) else open_store(store)
         self.clock: Clock = clock or SystemClock()
@@ -223,8 +229,17 @@ class RunEngine:
 
     # -- changing ------------------------------------------------------------------------
 
+    def check_agent(self, agent: str) -> None:
+        """Raise :class:`~agent_unit.errors.AgentBroken` if ``agent``'s file does not load (see ``broken``)."""
+        broken = self.broken.get(agent)
+        if broken is not None:
+            raise AgentBroken(
+                f"agent {agent!r} cannot run until its file is fixed: {broken.message}", details=broken.details
+            )
+
     async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
         """Create a run and execute it; with ``wait``, return once it parks or ends."""
+        self.check_agent(agent)
         definition = self.agents.get(agent)
         if definition is None:
             known = ", ".join(sorted(self.agents)) or "none"
@@ -400,6 +415,8 @@ class RunEngine:
         for record in await self.store.due_runs(before=now + self.sweep_interval, limit=limit):
             if record.due_at is None or record.due_at <= now or record.id in self._executions:
                 continue
+            if record.agent in self.broken:
+                continue  # its file does not load: nothing to wake or recover until it does
             if record.status == RunStatus.sleeping:
                 self._arm(record.id, record.due_at)
             elif self._lapses(record) and owner_is_gone(record.lease_owner or ""):
@@ -411,6 +428,8 @@ class RunEngine:
 
     async def _sweep_one(self, record: RunRecord, result: SweepResult, *, owner_gone: bool = False) -> bool:
         """Wake, recover or delete one run the sweep found; whether this engine took it."""
+        if record.agent in self.broken and record.status not in FINISHED:
+            return False  # its file does not load: the run waits for the fix (never failed for it)
         try:
             if record.status == RunStatus.sleeping:
                 await self._claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
@@ -505,6 +524,7 @@ class RunEngine:
         recovered: bool = False,
     ) -> None:
         """Take the run (compare-and-set) with this engine as lease owner, then execute it."""
+        self.check_agent(record.agent)  # a broken agent's run stays as it is, for when it loads again
         expected = record.version
         now = self.clock.time()
         record.status = RunStatus.running
@@ -833,8 +853,8 @@ class RunEngine:
         async def go() -> None:
             try:
                 await self._look_again(run_id)
-            except (RunConflict, RunNotFound):
-                pass  # woken elsewhere, cancelled or deleted
+            except (RunConflict, RunNotFound, AgentBroken):
+                pass  # woken elsewhere, cancelled or deleted; or its agent's file does not load
             except Exception as exc:  # noqa: BLE001 - the next sweep looks again
                 log.warning("looking at run %s on its timer failed (%s): the next sweep looks again", run_id, exc)
 

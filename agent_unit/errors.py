@@ -28,6 +28,7 @@ __all__ = [
     "PublicUrlMissing",
     "RpcError",
     "StepFailed",
+    "AgentBroken",
     "AgentNotFound",
     "BadRequest",
     "Forbidden",
@@ -178,6 +179,16 @@ class DiscoveryError(AgentUnitError):
     """``agents/`` holds a module that is not exactly one agent."""
 
     code, status = "discovery", 500
+
+
+class AgentBroken(AgentUnitError):
+    """The agent's file does not import or define an agent (``agent-unit dev`` serves the others).
+
+    ``details`` holds the ``file`` and ``line`` at fault. Nothing of its runs changes while it
+    is broken: a start or resume is refused (503), and its parked runs wait until it loads again.
+    """
+
+    code, status = "agent_broken", 503
 
 
 class BadRequest(AgentUnitError):

@@ -1,9 +1,13 @@
-"""``agent-unit add <package>``: install an adapter package and add it to the configuration.
+"""``agent-unit add <package>``: add an adapter package to the project, or say agent-unit has it.
 
-The package is installed into the running interpreter's environment (with ``uv pip`` when the
-project uses uv). It must expose an adapter through the ``agent_unit.adapters`` entry-point
-group; otherwise it is uninstalled again (if this command installed it) and nothing is
-changed. The configuration is edited as text, so comments and formatting are kept.
+A framework agent-unit adapts itself (``pydantic-ai``, ``langgraph``...) needs no adapter
+package: ``add`` installs agent-unit's extra for it, or says it is already there. Any other
+package is looked at before anything is installed: pip builds or downloads its wheel alone
+(no dependencies) into a temporary folder, and the wheel's ``entry_points.txt`` must name an
+adapter in the ``agent_unit.adapters`` group. Only then is it installed, into the running
+interpreter's environment (with ``uv pip`` when the project uses uv); if its adapter then
+fails to load, every distribution the install added is removed again, so a refused ``add``
+leaves nothing behind. The configuration is edited as text, so comments and formatting are kept.
 """
 
 from __future__ import annotations
@@ -14,32 +18,36 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from agent_unit.adapters import ENTRY_POINT_GROUP, load_adapter
 from agent_unit.errors import AddError
 
-__all__ = ["adapter_references", "add_to_config", "install", "package_name", "uninstall"]
+from .frameworks import FRAMEWORKS
+
+__all__ = [
+    "Candidate",
+    "adapter_references",
+    "add_to_config",
+    "candidate",
+    "distributions",
+    "install",
+    "uninstall",
+    "with_extras",
+]
 
 
-def package_name(spec: str) -> str:
-    """The distribution name of ``spec``: a requirement (``pkg==1.0``) or a local path."""
-    path = Path(spec)
-    if path.exists():
-        pyproject = path / "pyproject.toml"
-        if not pyproject.is_file():
-            raise AddError(f"{spec} has no pyproject.toml: point to a package folder or give a package name")
-        return str(tomllib.loads(pyproject.read_text())["project"]["name"])
-    return re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]
-
-
-def installed(name: str) -> bool:
-    try:
-        importlib.metadata.distribution(name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
+def distributions() -> set[str]:
+    """The (normalised) names of the distributions installed in this environment."""
+    return {
+        canonicalize_name(dist.metadata["Name"]) for dist in importlib.metadata.distributions() if dist.metadata["Name"]
+    }
 
 
 def _installer(root: Path) -> list[str]:
@@ -48,15 +56,70 @@ def _installer(root: Path) -> list[str]:
     return [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
 
 
-def install(spec: str, root: Path) -> None:
-    done = subprocess.run([*_installer(root), spec], capture_output=True, text=True)
+def install(specs: list[str], root: Path) -> None:
+    done = subprocess.run([*_installer(root), *specs], capture_output=True, text=True)
     if done.returncode != 0:
-        raise AddError(f"installing {spec} failed:\n{(done.stderr or done.stdout).strip()[-1500:]}")
+        raise AddError(f"installing {' '.join(specs)} failed:\n{(done.stderr or done.stdout).strip()[-1500:]}")
     importlib.invalidate_caches()
 
 
-def uninstall(name: str) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", name], capture_output=True)
+def uninstall(names: list[str]) -> None:
+    if names:
+        command = [sys.executable, "-m", "pip", "uninstall", "--yes", "--quiet", *names]
+        subprocess.run(command, capture_output=True)
+        importlib.invalidate_caches()
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A package looked at before installing it: its name, its wheel, and the adapters it declares."""
+
+    name: str
+    wheel: Path
+    references: list[str]
+
+
+def candidate(spec: str, folder: Path) -> Candidate:
+    """Get the wheel of ``spec`` alone into ``folder`` (installing nothing) and read its entry points.
+
+    Raises ``AddError`` when pip cannot get it, or when it declares no adapter: then the
+    message lists the frameworks agent-unit adapts itself.
+    """
+    path = Path(spec)
+    if spec.startswith((".", "/", "~")) and not path.exists():
+        raise AddError(f"no folder {spec}: give an adapter package's folder or its name on the package index")
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check"]
+    done = subprocess.run([*command, "--wheel-dir", str(folder), spec], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AddError(f"pip cannot get {spec}:\n{(done.stderr or done.stdout).strip()[-1500:]}")
+    wheels = sorted(folder.glob("*.whl"))
+    if len(wheels) != 1:
+        raise AddError(f"pip did not give one wheel for {spec} (got {len(wheels)})")
+    wheel = wheels[0]
+    with zipfile.ZipFile(wheel) as archive:
+        info = next((name.split("/")[0] for name in archive.namelist() if name.endswith(".dist-info/METADATA")), None)
+        if info is None:
+            raise AddError(f"{wheel.name} is not a wheel (no .dist-info/METADATA)")
+        distribution = importlib.metadata.PathDistribution(zipfile.Path(archive, info + "/"))
+        name = distribution.metadata["Name"] or wheel.name.split("-")[0]
+        references = [entry.value for entry in distribution.entry_points if entry.group == ENTRY_POINT_GROUP]
+    if not references:
+        builtin = ", ".join(framework.packages[0] for framework in FRAMEWORKS)
+        raise AddError(
+            f"{name} is not an agent-unit adapter: it has no entry point in the {ENTRY_POINT_GROUP!r} group, "
+            f"so nothing was installed. agent-unit adapts these frameworks itself: {builtin} "
+            f"(e.g. agent-unit add {FRAMEWORKS[0].packages[0]})"
+        )
+    return Candidate(name, wheel, references)
+
+
+def with_extras(spec: str, wheel: Path) -> str:
+    """The wheel to install for ``spec``, with the extras the requirement asked for (``pkg[x]``)."""
+    try:
+        extras = sorted(Requirement(spec).extras)
+    except InvalidRequirement:
+        extras = []
+    return f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
 
 
 def adapter_references(name: str) -> list[str]:

@@ -24,15 +24,16 @@ import watchfiles
 from rich.console import Console
 
 from agent_unit import create_agent_unit
-from agent_unit.discovery import discover_agents
-from agent_unit.errors import AgentUnitError, ConfigError
+from agent_unit.discovery import discover_project
+from agent_unit.errors import AgentBroken, AgentUnitError, ConfigError
 from agent_unit.http import AgentUnit
 from agent_unit.tasks import tasks_from_config
 
 from .config import load_config, store_url
+from .dev_address import connect_url, forget, record
 from .servers import load_server
 
-__all__ = ["ProjectFilter", "check", "check_port", "create_app", "log_config", "serve", "watch"]
+__all__ = ["ProjectFilter", "broken_agents", "check", "check_port", "create_app", "log_config", "serve", "watch"]
 
 IGNORED = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
 """Folders whose changes never restart ``dev``, besides hidden ones (``.output``, ``.agent-unit``,
@@ -45,6 +46,10 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
     With ``server = "module:app"`` that is the user's own app, imported from the project, with
     the in-process scheduler of its tasks (claimed in the project's store) and its
     ``wait_until`` work, as the server preset runs it; ``agents/`` is not scanned.
+
+    An agent file that does not import (or defines no agent) does not stop the others: it is
+    served as broken (``app.engine.broken``: 503 on its routes, listed in ``GET /agents``)
+    until an edit fixes it.
     """
     config, _ = load_config(root)
     if config.server:
@@ -53,10 +58,11 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
         app = load_server(config.server, root)
         tasks = tasks_from_config(config.tasks, root=root.resolve())
         return serve_app(app, tasks=tasks, store=store_url(root, config) if tasks else None)
-    agents = discover_agents(root, adapters=config.adapters)
+    found = discover_project(root, adapters=config.adapters)
     try:
         return create_agent_unit(
-            agents,
+            found.agents,
+            broken=found.broken,
             store=store_url(root, config),
             name=config.name,
             base_path=config.base_path,
@@ -73,6 +79,11 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
         )
     except ValueError as exc:  # a store URL, driver or authorize hook that cannot be used
         raise ConfigError(str(exc)) from None
+
+
+def broken_agents(app: Any) -> dict[str, AgentBroken]:
+    """The agents of ``app`` whose file does not load (none for the user's own app)."""
+    return dict(app.engine.broken) if isinstance(app, AgentUnit) else {}
 
 
 def check(app: Any) -> None:
@@ -147,11 +158,16 @@ def serve(root: str, host: str, port: int, log_level: str, public_url: str, pare
     if parent is not None:
         _stop_with(parent)
 
+    errors = Console(stderr=True, soft_wrap=True)
     try:
         app = create_app(Path(root), public_url=public_url)
     except (ConfigError, AgentUnitError) as exc:  # an edit broke the project: wait for the next one
-        Console(stderr=True, soft_wrap=True).print(f"error: {exc}", markup=False, highlight=False)
+        errors.print(f"error: {exc}", markup=False, highlight=False)
         raise SystemExit(1) from None
+    for name, broken in sorted(broken_agents(app).items()):  # said once, by the process that serves
+        errors.print(
+            f"error: {broken}; agent {name!r} answers 503 until the file is fixed", markup=False, highlight=False
+        )
     config = uvicorn.Config(
         app,
         host=host,
@@ -160,21 +176,36 @@ def serve(root: str, host: str, port: int, log_level: str, public_url: str, pare
         log_level=log_level,
         timeout_graceful_shutdown=3,  # an open event stream must not keep a restart waiting
     )
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down (as uvicorn.run does)
-        _Server(config, f"http://{host}:{port}").run()
+    address = None
+    if isinstance(app, AgentUnit):  # `runs resume` and `runs cancel` come here while it serves
+        project, _ = load_config(Path(root))
+        address = (connect_url(host, port, project.base_path), store_url(Path(root), project))
+    server = _Server(config, f"http://{host}:{port}", Path(root), address)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down (as uvicorn.run does)
+            server.run()
+    finally:
+        forget(Path(root))
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, saying ``serving on URL`` once it listens (never before, never after a failure)."""
+    """uvicorn's server, saying ``serving on URL`` once it listens (never before, never after a failure),
+    and recording its address for ``agent-unit runs`` (:mod:`agent_unit_cli.dev_address`) while it does."""
 
-    def __init__(self, config: uvicorn.Config, url: str) -> None:
+    def __init__(self, config: uvicorn.Config, url: str, root: Path, address: tuple[str, str] | None) -> None:
         super().__init__(config)
-        self.url = url
+        self.url, self.root, self.address = url, root, address
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
+            if self.address is not None:
+                record(self.root, *self.address)
             Console().print(f"serving on {self.url}", markup=False, highlight=False)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        forget(self.root)  # first: a resume must not come here while the server closes
+        await super().shutdown(sockets)
 
 
 def _stop_with(parent: int) -> None:

@@ -15,11 +15,13 @@ from rich.table import Table
 
 from agent_unit import __version__
 from agent_unit.discovery import discover_agents
+from agent_unit.errors import ConfigError
 
 from . import runs, tasks
 from .build import build, routes
 from .config import Config, load_config, store_url
 from .flags import Command, Group
+from .frameworks import Framework
 from .presets import PRESETS, BuildOptions
 from .report import fail, reported
 
@@ -105,6 +107,8 @@ def dev(
         config, source = load_config(root)
         public_url = os.environ.get("AGENT_UNIT_URL") or config.url or listen_url(host, port, note=False)
         served = serving.create_app(root, public_url=public_url)
+        if check and (broken := serving.broken_agents(served)):  # CI: every agent must load
+            raise ConfigError(str(next(iter(broken.values()))))
         serving.check(served)  # the startup the server will do: a failure is one message here, and exit 1
         serving.check_port(host, port)
     if config.server:
@@ -133,6 +137,9 @@ def _dev_banner(served: Any, config: Config, source: Path | None, root: Path, ho
     )
     for name, agent in sorted(agents.items()):
         console.print(f"  [cyan]{escape(name)}[/cyan]  {escape(_first_line(agent.description))}")
+    for name, broken in sorted(served.engine.broken.items()):
+        where = f"{broken.details['file']}" + (f":{broken.details['line']}" if broken.details["line"] else "")
+        console.print(f"  [red]{escape(name)}[/red]  broken ({escape(where)}): its routes answer 503 until it is fixed")
     for route in routes(config.base_path):
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False, soft_wrap=True)
@@ -200,36 +207,75 @@ def build_command(
 
 @app.command(cls=Command)
 def add(
-    package: str = typer.Argument(..., help="A package name (pip requirement) or a local package folder."),
+    package: str = typer.Argument(..., help="An adapter package (name or folder), or a framework agent-unit adapts."),
     root: Path = ROOT,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before changing the configuration."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before installing and changing the configuration."),
 ) -> None:
-    """Install an adapter package and add it to the configuration."""
+    """Install an adapter package and add it to the configuration (a built-in framework: its extra)."""
+    import tempfile
+
     from agent_unit.errors import AdapterError, AddError
 
-    from .add import adapter_references, add_to_config, install, installed, package_name, uninstall
+    from .add import adapter_references, add_to_config, candidate, distributions, install, uninstall, with_extras
+    from .frameworks import framework_for
 
     try:
-        name = package_name(package)
-        was_installed = installed(name)
-        with console.status(f"installing {escape(package)}"):
-            install(package, root)
-        try:
-            references = adapter_references(name)
-        except (AddError, AdapterError):
-            if not was_installed:
-                uninstall(name)
-            raise
-        if not yes and not typer.confirm(f"Add {', '.join(references)} to the project's adapters?"):
-            console.print("nothing changed in the configuration")
+        framework = framework_for(package)
+        if framework is not None:
+            _add_framework(framework, root)
             return
+        with tempfile.TemporaryDirectory(prefix="agent-unit-add-") as folder:
+            with console.status(f"looking at {escape(package)}"):
+                found = candidate(package, Path(folder))
+            listed = ", ".join(found.references)
+            if not yes and not typer.confirm(f"Install {found.name} and add {listed} to the project's adapters?"):
+                console.print("nothing installed, nothing changed in the configuration")
+                return
+            before = distributions()
+            try:
+                with console.status(f"installing {escape(found.name)}"):
+                    install([with_extras(package, found.wheel)], root)
+                references = adapter_references(found.name)  # its adapters load
+            except (AddError, AdapterError):
+                uninstall(sorted(distributions() - before))  # what this install added, dependencies included
+                raise
         path, added = add_to_config(root, references)
     except (AddError, AdapterError) as exc:
         raise fail(str(exc)) from None
     if added:
         console.print(f"[green]added[/green] {escape(', '.join(added))} to {escape(str(path))}")
     else:
-        console.print(f"{name} is already in {path}", markup=False)
+        console.print(f"{found.name} is already in {path}", markup=False)
+
+
+def _add_framework(framework: Framework, root: Path) -> None:
+    """A framework with a built-in adapter: install agent-unit's extra for it, or say it is there."""
+    from .add import install
+    from .frameworks import installable, missing, requirements
+
+    extra = f"agent-unit[{framework.extra}]"
+    wanted = missing(requirements(framework))
+    if not wanted:
+        console.print(
+            f"agent-unit adapts {framework.name} itself and {extra} is installed: nothing to add. "
+            f"Write an agent with it in agents/; agent-unit agents lists it.",
+            markup=False,
+            soft_wrap=True,
+        )
+        return
+    specs = [installable(item) for item in wanted]
+    console.print(
+        f"agent-unit adapts {framework.name} itself: installing {extra} ({', '.join(specs)})",
+        markup=False,
+        soft_wrap=True,
+    )
+    with console.status(f"installing {escape(extra)}"):
+        install(specs, root)
+    console.print(
+        f"[green]installed[/green] {escape(extra)}: its built-in adapter serves {escape(framework.name)} agents, "
+        "nothing to add to the configuration",
+        soft_wrap=True,
+    )
 
 
 # scheduled tasks: agent_unit_cli/tasks.py
@@ -238,3 +284,7 @@ app.command("task", cls=Command)(tasks.task)
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":  # python -m agent_unit_cli.main, as python -m agent_unit_cli
+    main()

@@ -2,8 +2,11 @@
 
 Without ``--url`` the command opens the project's configured storage (default: the SQLite
 file ``dev`` uses) and, to resume, runs the agent in this process until it parks or ends.
-With ``--url`` it goes through the deployment's HTTP API (``agent_unit.client``), with
-``--token`` as a bearer token for the deployment's ``authorize``.
+While ``agent-unit dev`` serves that store for the project, ``resume`` and ``cancel`` go
+through dev's HTTP API instead (:mod:`agent_unit_cli.dev_address`), so the server that
+holds the timers and executions sees the change at once: a run resumed into a short sleep
+wakes on time, not at dev's next sweep. With ``--url`` it goes through the deployment's HTTP
+API (``agent_unit.client``), with ``--token`` as a bearer token for the deployment's ``authorize``.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from agent_unit.errors import AgentUnitError, ConfigError
+from agent_unit.errors import AgentUnitError, ConfigError, Forbidden, Unauthorized
 from agent_unit.stores import DEFAULT_STORE_PATH
 
 from .config import load_config, store_url
+from .dev_address import serving
 from .flags import Command, Group
 from .report import reported
 
@@ -59,10 +63,37 @@ class Runs(Protocol):
 
 
 class Local:
-    """The project's own store, through a ``RunEngine`` of this process (no sweeps, no timers)."""
+    """The project's own store, through a ``RunEngine`` of this process (no sweeps, no timers);
+    ``resume`` and ``cancel`` through ``agent-unit dev`` while it serves that store."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, token: str | None = None) -> None:
         self.root = root
+        self.token = token
+
+    def _dev(self) -> Remote | None:
+        """The running ``agent-unit dev`` of this project, if it serves the same store and answers."""
+        try:
+            config, _ = load_config(self.root)
+        except ConfigError:
+            return None  # reported by the store path
+        url = serving(self.root, store_url(self.root, config))
+        return Remote(url, self.token) if url else None
+
+    def _through_dev(self, action: str, work: Callable[[Remote], dict[str, Any]]) -> dict[str, Any] | None:
+        """``work`` done by the running dev server; ``None`` when there is none, or its ``authorize`` refuses."""
+        dev = self._dev()
+        if dev is None:
+            return None
+        try:
+            return work(dev)
+        except (Unauthorized, Forbidden) as exc:
+            Console(stderr=True, soft_wrap=True).print(
+                f"note: agent-unit dev at {dev.url} refused to {action} ({exc.message}): done through the store, "
+                "so dev sees it at its next sweep; pass --token to go through dev",
+                markup=False,
+                highlight=False,
+            )
+            return None
 
     def _run(self, work: Callable[[Any], Coroutine[Any, Any, Any]], *, agents: bool = False) -> Any:
         from agent_unit.discovery import discover_agents
@@ -111,12 +142,18 @@ class Local:
         return self._run(work)  # type: ignore[no-any-return]
 
     def resume(self, run_id: str, answer: Any) -> dict[str, Any]:
+        if (done := self._through_dev("resume", lambda dev: dev.resume(run_id, answer))) is not None:
+            return done
+
         async def work(engine: Any) -> dict[str, Any]:
             return (await engine.resume(run_id, answer, wait=True)).public()  # type: ignore[no-any-return]
 
         return self._run(work, agents=True)  # type: ignore[no-any-return]
 
     def cancel(self, run_id: str) -> dict[str, Any]:
+        if (done := self._through_dev("cancel", lambda dev: dev.cancel(run_id))) is not None:
+            return done
+
         async def work(engine: Any) -> dict[str, Any]:
             return (await engine.cancel(run_id)).public()  # type: ignore[no-any-return]
 
@@ -166,7 +203,7 @@ class Remote:
 
 
 def _source(root: Path, url: str | None, token: str | None) -> Runs:
-    return Remote(url, token) if url else Local(root.resolve())
+    return Remote(url, token) if url else Local(root.resolve(), token)
 
 
 @app.callback(invoke_without_command=True)

@@ -171,6 +171,7 @@ def card(gateway: Gateway) -> ASGIApp:
         await gateway.authorize(request, "manifest", {})
         agents = gateway.agents
         if agent is not None and agent not in agents:
+            gateway.check_agent(agent)
             raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
         if not gateway.public_url:
             raise PublicUrlMissing(
@@ -249,6 +250,7 @@ class _JsonRpc:
         scoped = _scope(request)
         if scoped is not None and scoped not in self.engine.agents:
             await self._authorize_error(request)
+            self.gateway.check_agent(scoped)
             raise AgentNotFound(
                 f"no agent named {jsontext.shown(scoped)}: GET /agents lists them"
             )  # no such endpoint: a 404

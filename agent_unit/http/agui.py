@@ -128,6 +128,7 @@ class _AgUi:
         await self.gateway.authorize(request, "start", {"agent": agent, "thread_id": thread_id})
         definition = self.gateway.agents.get(agent)
         if definition is None:
+            self.gateway.check_agent(agent)
             raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
         # A buffered host (Lambda) freezes once it answers: the gateway runs it until it parks, ends or yields.
         record = await self.gateway.start(agent, agent_input(definition, run_input), thread_id=thread_id)

@@ -374,7 +374,12 @@ class _Routes:
             }
             for agent_name, agent in sorted(self.engine.agents.items())
         ]
-        return JSONResponse({"name": self.gateway.name, "agents": agents})
+        manifest: dict[str, Any] = {"name": self.gateway.name, "agents": agents}
+        if self.engine.broken:  # agent-unit dev serves the others: say which do not load, and where
+            manifest["broken"] = [
+                {"name": agent_name, **error.to_dict()} for agent_name, error in sorted(self.engine.broken.items())
+            ]
+        return JSONResponse(manifest)
 
     async def start(self, request: Request) -> Response | SSEResponse:
         agent = request.path_params["agent"]
@@ -392,6 +397,7 @@ class _Routes:
         # an unknown agent is authorized as if it existed: a refusal is the same for both
         await self.guard(request, "start", {"agent": agent, "thread_id": thread_id})
         if agent not in self.engine.agents:
+            self.engine.check_agent(agent)  # its file does not load: 503 with the file and line
             raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
         if _wants_stream(request):
             record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id)

@@ -86,6 +86,10 @@ class Gateway:
         """The agents served, by name."""
         return self.engine.agents
 
+    def check_agent(self, agent: str) -> None:
+        """Raise ``AgentBroken`` (503, with the file and line) if ``agent``'s file does not load."""
+        self.engine.check_agent(agent)
+
     # -- authorization -----------------------------------------------------------------------
 
     async def authorize(self, request: Request, action: str, run: dict[str, Any]) -> None:

@@ -215,15 +215,56 @@ def test_dev_refuses_a_port_in_use_with_one_message(tmp_path: Path) -> None:
     assert result.output.startswith(f"error: cannot listen on 127.0.0.1:{port} (Address already in use)")
 
 
-def test_a_broken_edit_is_one_message_and_dev_serves_again_once_it_is_fixed(
+def test_a_broken_agent_file_is_served_as_broken_while_the_other_agents_answer_until_it_is_fixed(
     tmp_path: Path, stopped: list[DevProcess]
 ) -> None:
-    root = _project(tmp_path / "project", pid=PID)
+    root = _project(tmp_path / "project", pid=PID, other=PID)
     dev = DevProcess(root)
     stopped.append(dev.up())
-    (root / "agents" / "pid.py").write_text(PID + "def broken(:\n")
-    output = dev.wait_for("error: agents/pid.py failed to import: SyntaxError")
-    assert "Traceback" not in output and dev.process.poll() is None
-    (root / "agents" / "pid.py").write_text(PID)
+    (root / "agents" / "pid.py").write_text(PID + "\n\ndef broken(:\n")  # line 11
     dev.wait_for("serving on", count=2)
-    assert wait_until_up(dev.url)["agents"][0]["name"] == "pid"  # type: ignore[index]
+    wait_until_up(dev.url)
+    refused = httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}})
+    assert refused.status_code == 503, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "agent_broken" and error["details"] == {"file": "agents/pid.py", "line": 11}
+    assert "agents/pid.py failed to import: SyntaxError" in error["message"]
+    other = httpx.post(f"{dev.url}/agents/other/runs?wait=1", json={"input": {}})
+    assert other.status_code == 200 and other.json()["status"] == "completed"
+    manifest = httpx.get(f"{dev.url}/agents").json()
+    assert [agent["name"] for agent in manifest["agents"]] == ["other"]
+    assert [(item["name"], item["error"]["code"], item["error"]["details"]) for item in manifest["broken"]] == [
+        ("pid", "agent_broken", {"file": "agents/pid.py", "line": 11})
+    ]
+    ag_ui = {"threadId": "t", "runId": "r", "messages": [], "tools": [], "context": [], "forwardedProps": {}}
+    for answer in [  # every route of the agent says so
+        httpx.post(f"{dev.url}/agents/pid/ag-ui", json=ag_ui),
+        httpx.post(f"{dev.url}/agents/pid/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"}),
+        httpx.get(f"{dev.url}/agents/pid/.well-known/agent-card.json"),
+    ]:
+        assert (answer.status_code, answer.json()["error"]["code"]) == (503, "agent_broken"), answer.request.url
+    output = dev.output
+    assert output.count("agents/pid.py failed to import: SyntaxError") == 1 and "Traceback" not in output, output
+    (root / "agents" / "pid.py").write_text(PID)
+    dev.wait_for("serving on", count=3)
+    manifest = wait_until_up(dev.url)
+    assert [agent["name"] for agent in manifest["agents"]] == ["other", "pid"] and "broken" not in manifest  # type: ignore[index,operator]
+    fixed = httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}})
+    assert fixed.status_code == 200 and fixed.json()["status"] == "completed"
+
+
+def test_dev_starts_with_a_broken_agent_but_dev_check_refuses_it(tmp_path: Path, stopped: list[DevProcess]) -> None:
+    root = _project(tmp_path / "project", pid=PID, bad="from agent_unit import define_agent\n\nx = 1 / 0\n")
+    checked = subprocess.run(
+        [sys.executable, "-m", "agent_unit_cli", "dev", "--check", "--root", str(root), "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert checked.returncode == 1 and checked.stderr.startswith("error: agents/bad.py failed to import: ZeroDivision")
+    dev = DevProcess(root)
+    stopped.append(dev.up())
+    assert "bad  broken (agents/bad.py:3)" in dev.output
+    assert httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}}).json()["status"] == "completed"
+    assert httpx.post(f"{dev.url}/agents/bad/runs", json={"input": {}}).status_code == 503

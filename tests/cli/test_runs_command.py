@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,20 @@ async def agent(input: dict, run) -> str:
 
 AUTH = """def check(request, action, run):
     return request.headers.get("authorization") == "Bearer s3cret"
+"""
+
+
+NAP = """import os
+
+from agent_unit import define_agent
+
+
+@define_agent(description="Waits for a go, naps two seconds, says which processes ran it.")
+async def agent(input: dict, run) -> dict:
+    await run.interrupt("go", {}, answer=bool)
+    resumed_in = await run.step("resumed-in", os.getpid)
+    await run.sleep("2s")
+    return {"resumed_in": resumed_in, "woke_in": os.getpid()}
 """
 
 
@@ -139,3 +155,54 @@ def test_runs_outside_a_project_says_so_and_creates_nothing(tmp_path: Path) -> N
     result = runner.invoke(app, ["runs", "--root", str(tmp_path)])
     assert result.exit_code == 1 and result.output.startswith("error: no runs here:")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_runs_resume_on_the_local_store_goes_through_a_running_dev_so_a_short_sleep_wakes_on_time(
+    project: Path,
+) -> None:
+    (project / "agents" / "nap.py").write_text(NAP)
+    dev = DevProcess(project)  # with its reloading worker, as a user runs it
+    try:
+        dev.up()
+        run_id = httpx.post(f"{dev.url}/agents/nap/runs?wait=1", json={"input": {}}).json()["id"]
+        resumed = time.monotonic()
+        parked = json.loads(_cli("resume", run_id, "true", "--json", "--root", str(project)).stdout)
+        assert parked["status"] == "sleeping", parked
+        while (run := httpx.get(f"{dev.url}/runs/{run_id}").json())["status"] == "sleeping":
+            assert time.monotonic() - resumed < 8, "the run slept past its 2 s: dev did not hear of the resume"
+            time.sleep(0.1)
+        assert run["status"] == "completed", run
+        output = run["output"]
+        assert output["resumed_in"] == output["woke_in"] != os.getpid()  # dev's worker ran it, not this process
+        assert (project / ".agent-unit" / "dev.json").is_file()
+    finally:
+        dev.stop()
+    assert not (project / ".agent-unit" / "dev.json").exists()  # a stopped dev is not asked again
+
+
+def test_runs_resume_uses_the_store_when_the_recorded_dev_is_gone(project: Path) -> None:
+    run_id = _parked_run(project)
+    config, _ = load_config(project)
+    gone = {"url": "http://127.0.0.1:9", "pid": os.getpid(), "store": store_url(project, config)}
+    (project / ".agent-unit" / "dev.json").write_text(json.dumps(gone))  # a dev killed with SIGKILL
+    done = json.loads(_cli("resume", run_id, '{"approved": true}', "--json", "--root", str(project)).stdout)
+    assert (done["status"], done["output"]) == ("completed", "refunded")
+
+
+def test_runs_resume_through_a_dev_that_authorize_refuses_says_so_and_uses_the_store(
+    deployment: DevProcess, project: Path
+) -> None:
+    auth = {"authorization": "Bearer s3cret"}
+    started = httpx.post(
+        f"{deployment.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o_3"}}, headers=auth
+    )
+    run_id = started.json()["id"]
+    result = runner.invoke(app, ["runs", "resume", run_id, '{"approved": true}', "--json", "--root", str(project)])
+    assert result.exit_code == 0, result.output
+    assert f"note: agent-unit dev at {deployment.url} refused to resume" in result.output
+    assert json.loads(result.stdout.splitlines()[-1])["status"] == "completed"
+    second = httpx.post(
+        f"{deployment.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o_4"}}, headers=auth
+    )
+    with_token = _cli("cancel", second.json()["id"], "--json", "--token", "s3cret", "--root", str(project))
+    assert "note:" not in with_token.output and json.loads(with_token.stdout)["status"] == "cancelled"
