@@ -41,7 +41,7 @@ def test_build_help_lists_every_preset() -> None:
 
 @pytest.mark.parametrize("module", ["agent_unit_cli", "agent_unit_cli.main"])
 def test_python_dash_m_runs_the_command_from_either_module(module: str) -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-m", module, "--version"],
         capture_output=True,

@@ -43,7 +43,6 @@ PID = """import os
 from agent_unit import define_agent
 
 
-
 @define_agent
 async def agent(input: dict) -> int:
     return os.getpid()

@@ -39,7 +39,6 @@ from pathlib import Path
 from agent_unit.env import env, wait_until
 
 
-
 async def send_digest(name, scheduled_at):
     async def note():
         await asyncio.sleep(0.05)

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from agent_unit import create_agent_unit
 
-from ..http.test_http import sse
+from ..protocols.test_http import sse
 from ..support.agui_agents import AGENTS
 
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")

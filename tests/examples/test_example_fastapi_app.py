@@ -22,7 +22,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from ..http.test_inbox import browser  # noqa: F401 - the shared headless Chromium (a fixture)
+from ..protocols.test_inbox import browser  # noqa: F401 - the shared headless Chromium (a fixture)
 from ..support.server import ROOT, free_port, wait_until_up
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a subprocess: left out of `make check`

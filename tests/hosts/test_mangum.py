@@ -11,7 +11,7 @@ from mangum import Mangum
 
 from agent_unit import create_agent_unit
 
-from ..http.test_http import sse
+from ..protocols.test_http import sse
 from ..support.http_agents import AGENTS
 
 

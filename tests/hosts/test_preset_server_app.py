@@ -170,7 +170,6 @@ from fastapi import FastAPI
 from agent_unit import Run, create_agent_unit, define_agent
 
 
-
 @define_agent
 async def napper(input: str, run: Run) -> str:
     await run.sleep("1s")

@@ -48,7 +48,6 @@ DIGEST = """import os
 from pathlib import Path
 
 
-
 async def send_digest(name, scheduled_at):
     with Path(os.environ["TASK_LOG"]).open("a") as out:
         out.write(f"{name} {scheduled_at.isoformat()}\\n")
