@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from agent_unit.env import env
@@ -21,6 +22,6 @@ async def record(path: str, **fields: Any) -> None:
         raise RuntimeError(f"the ledger answered {response.status}")
 
 
-async def digest() -> None:
+async def digest(name: str, scheduled_at: datetime) -> None:
     """The scheduled task: recorded once per tick."""
-    await record("/digest")
+    await record("/digest", name=name, at=scheduled_at.isoformat())
