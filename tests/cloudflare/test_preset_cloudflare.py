@@ -452,3 +452,23 @@ def test_a_worker_run_yields_at_a_default_budget_chosen_from_workers_limits(
     root = project(tmp_path, config)
     build(root, Config.model_validate(tomllib.loads(config)), preset="cloudflare")
     assert f"budget={budget!r}," in (root / ".output" / "cloudflare" / "src" / "entry.py").read_text()
+
+
+def test_an_adapter_added_from_a_folder_is_carried_into_the_workers_src(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"  # the adapter installed as `agent-unit add ./examples/agent-unit-adapter-echo` does
+    echo_package = str(ROOT / "examples" / "agent-unit-adapter-echo")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), echo_package],
+        check=True,
+        capture_output=True,
+    )
+    monkeypatch.syspath_prepend(str(site))
+    config = 'name = "refund"\nadapters = ["agent_unit_adapter_echo:adapter"]\n'
+    echo = 'from agent_unit_adapter_echo import Echo\n\nagent = Echo(prefix="echo: ")\n'
+    root = project(tmp_path, config, {"agents/echoer.py": echo})
+    build(root, Config.model_validate(tomllib.loads(config)), preset="cloudflare")
+    src = root / ".output" / "cloudflare" / "src"
+    assert (src / "agent_unit_adapter_echo" / "__init__.py").is_file()
+    assert "adapters=['agent_unit_adapter_echo:adapter']" in (src / "entry.py").read_text()
