@@ -13,6 +13,9 @@ from .conftest import eventually, serve
 from .dev import WranglerDev
 from .ledger import Ledger
 
+# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
+pytestmark = pytest.mark.xdist_group("workerd-d1")
+
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory, ledger: Ledger) -> Iterator[WranglerDev]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -12,6 +13,9 @@ from agent_unit.client import SyncAgentClient
 from .conftest import eventually, serve
 from .dev import WranglerDev
 from .ledger import Ledger
+
+# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
+pytestmark = pytest.mark.xdist_group("workerd-durable")
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +113,16 @@ def test_a_cron_triggers_task_runs_once_for_a_tick_delivered_twice(worker: Wrang
             assert http.get(tick).status_code == 200
     eventually(lambda: len(ledger.made("/digest")) >= 1)
     assert ledger.made("/digest") == [{"path": "/digest", "name": "digest", "at": "2026-12-01T08:00:00+00:00"}]
+
+
+def test_the_cold_start_of_the_worker_and_of_a_run_object_is_measured(
+    worker: WranglerDev, record_property: Callable[[str, object], None]
+) -> None:
+    began = time.monotonic()
+    with httpx.Client(base_url=worker.url, timeout=120) as http:  # a new run: a new Durable Object's first request
+        assert http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "cold"}}).status_code == 200
+    first_object = time.monotonic() - began
+    record_property("worker_first_request_seconds", [round(seconds, 2) for seconds in worker.cold_start])
+    record_property("run_object_first_request_seconds", round(first_object, 2))
+    print(f"\ncold start: worker {worker.cold_start} s, a new run object {first_object:.2f} s")
+    assert max(worker.cold_start) < 120 and first_object < 15

@@ -15,6 +15,9 @@ from .conftest import PROJECTS
 from .dev import WranglerDev
 from .runtime import toolchain
 
+# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
+pytestmark = pytest.mark.xdist_group("workerd-handwritten")
+
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WranglerDev]:
