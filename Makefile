@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 STRANDS_VENV ?= .venv-strands
 
 # The suite runs in parallel worker processes (pytest-xdist). Most tests wait on a server, a
-# subprocess or a browser rather than on the CPU, so twice the cores keeps both cores busy.
+# subprocess or a browser rather than on the CPU, so twice the cores keeps both cores busy. A
+# module stays in one worker (`--dist loadscope`), so its module-scoped server or browser starts once.
 WORKERS ?= 4
 
 .PHONY: demo test check matrix bench conformance
@@ -32,13 +33,13 @@ test: $(VENV)/.installed $(STRANDS_VENV)/.installed  ## lint, types, then every 
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy
 	$(STRANDS_VENV)/bin/python -m pytest -p no:cacheprovider tests/adapters/test_adapter_strands.py
-	$(PY) -m pytest -n $(WORKERS)
+	$(PY) -m pytest -n $(WORKERS) --dist loadscope
 
 check: $(VENV)/.installed  ## the quick tier: lint, types and the tests that need no server, browser or build
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest -n $(WORKERS) -m "not slow"
+	$(PY) -m pytest -n $(WORKERS) --dist loadscope -m "not slow"
 
 matrix: $(VENV)/.installed  ## examples/universal: every framework on every host (builds every preset: slow)
 	$(PY) examples/universal/matrix.py

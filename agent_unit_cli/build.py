@@ -33,7 +33,7 @@ from agent_unit.tasks import tasks_from_config
 
 from . import pip
 from .config import Config
-from .imports import Import, Needs, distribution_name, needs, project_imports
+from .imports import Import, Needs, distribution_name, module_paths, needs, project_imports
 from .presets import PRESETS, BuildOptions, Finish, Preset
 from .servers import load_server
 from .starts import check_starts
@@ -230,6 +230,15 @@ def _copy_runtime(destination: Path) -> None:
         destination / "agent_unit",
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
+
+
+def _copy_alone(names: list[str], destination: Path) -> None:
+    for name in names:
+        for path in module_paths(name):
+            if path.is_dir():
+                shutil.copytree(path, destination / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copy2(path, destination / path.name)
 
 
 def _vendor(
@@ -446,6 +455,8 @@ def build(
             _vendor(chosen, requirements, alone, home / "vendor", options)
         else:  # the host installs the packages; the runtime goes as it is here, beside the app
             _copy_runtime(home / chosen.app_folder)
+            # and so does a package no index has (an adapter added from a folder): the host cannot install it
+            _copy_alone([name for name in sorted(found.alone) if name not in named], home / chosen.app_folder)
 
     progress("rendering templates")
     templates = Environment(

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-__all__ = ["Import", "Needs", "distribution_name", "needs", "project_imports"]
+__all__ = ["Import", "Needs", "distribution_name", "module_paths", "needs", "project_imports"]
 
 OURS = {"agent_unit", "agent_unit_cli", "_agent_unit_agents"}
 """The runtime is copied into every build; the CLI never is."""
@@ -212,3 +212,23 @@ def _importable(top: str) -> bool:
         return importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):  # a module in sys.modules without a spec: it was imported
         return True
+
+
+def module_paths(name: str) -> list[Path]:
+    """Where the top-level modules of the installed distribution ``name`` live here: a package's
+    folder or a module's file. A host that installs packages from an index (Cloudflare) cannot
+    install one that no index has (a folder, or a package that needs agent-unit, which the build
+    copies), so the build copies these beside the app, as it copies the runtime."""
+    tops = sorted(top for top, names in importlib.metadata.packages_distributions().items() if name in names)
+    found: list[Path] = []
+    for top in tops:
+        if top in OURS or top.startswith("_"):
+            continue
+        spec = importlib.util.find_spec(top)
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            found.extend(Path(location) for location in spec.submodule_search_locations)
+        elif spec.origin:
+            found.append(Path(spec.origin))
+    return found

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -49,7 +49,7 @@ from .. import env as agent_env
 from ..stores.durable_objects import DurableObjectsStore
 from .durable_objects import durable_object_classes
 
-__all__ = ["SWEEP_TASK", "Worker", "create_worker", "serve"]
+__all__ = ["SWEEP_TASK", "Worker", "create_worker", "hand_to_wait_until", "serve"]
 
 SWEEP_TASK = "agent-unit:sweep"
 """The task name that, in ``crons``, means the sweep (the default runtime's wake-ups and recovery)."""
@@ -92,11 +92,42 @@ class _NoLifespan:
 async def serve(app: Any, request: Any, worker_env: Any, ctx: Any = None) -> Any:
     """Answer ``request`` with the ASGI ``app`` through the Workers ASGI adapter, with
     :func:`agent_unit.env.wait_until` sent to ``ctx.waitUntil``."""
-    from workers import asgi  # type: ignore[import-not-found]
+    import workers  # type: ignore[import-not-found]
+    from workers import asgi
 
     agent_env.bind(agent_env.WorkerBindings(worker_env))
+    if callable(getattr(workers, "import_from_javascript", None)) and "wait_until" not in vars(workers):
+        # workers-runtime-sdk (1.9.5) hands a streamed response's clean-up to JS's waitUntil as a
+        # borrowed proxy (an SSE stream: "Uncaught Error: This borrowed proxy was automatically
+        # destroyed"): its `wait_until` is given the one that keeps the proxy alive.
+        workers.wait_until = _sdk_wait_until
     with _wait_until(ctx):
         return await asgi.fetch(app, request, worker_env, ctx)
+
+
+def hand_to_wait_until(wait: Callable[[Any], Any], work: Awaitable[Any]) -> None:
+    """Give ``work`` to a JavaScript ``waitUntil`` (``ctx.waitUntil``) so that it finishes.
+
+    A Python awaitable passed to JavaScript crosses as a *borrowed* proxy, destroyed when the
+    call returns; ``waitUntil`` awaits it later and finds it destroyed, so the runtime does not
+    keep the invocation alive for the work. The task crosses as a proxy of its own instead,
+    destroyed once the task is done. Outside Pyodide (a simulation) the task is given as it is.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        from pyodide.ffi import create_proxy  # type: ignore[import-not-found]
+    except ImportError:
+        wait(task)
+        return
+    proxy = create_proxy(task)
+    task.add_done_callback(lambda _done: proxy.destroy())
+    wait(proxy)
+
+
+def _sdk_wait_until(work: Awaitable[Any]) -> None:
+    from workers import import_from_javascript
+
+    hand_to_wait_until(import_from_javascript("cloudflare:workers").waitUntil, work)
 
 
 @contextlib.contextmanager
@@ -105,7 +136,7 @@ def _wait_until(ctx: Any) -> Iterator[None]:
     if wait is None:
         yield
         return
-    with agent_env.use_wait_until(lambda work: wait(asyncio.ensure_future(work))):
+    with agent_env.use_wait_until(lambda work: hand_to_wait_until(wait, work)):
         yield
 
 

@@ -39,6 +39,7 @@ from . import BuildOptions, Finish, Preset
 __all__ = [
     "COMPATIBILITY_DATE",
     "COMPATIBILITY_FLAGS",
+    "DEFAULT_BUDGET",
     "RESERVED",
     "SWEEP",
     "crons",
@@ -54,6 +55,13 @@ COMPATIBILITY_FLAGS = ("python_workers", "python_workers_20260610")
 """Python 3.14 on Workers. workers-py's metadata (pywrangler 1.16.7) selects 3.14 by the flag
 ``python_workers_20260610``; a date alone selected it only while an enable date was listed, so
 both are written: the date the issue names and the flag that selects 3.14 by itself."""
+
+DEFAULT_BUDGET = {"durable-objects": "10m", "default": "25s"}
+"""How long a run executes before it yields, when ``budget`` is not set, by runtime. A Durable
+Object's alarm invocation may run 15 minutes of wall-clock time: a run yields after 10, leaving the
+step it is in 5 more, and continues in the next alarm (the TypeScript original yields every 10
+minutes too). On the default runtime a run goes on after the response in ``waitUntil``, which
+Workers give 30 seconds: it yields after 25 and continues at the Worker's URL."""
 
 RUNS_BINDING, INDEX_BINDING = "AGENT_UNIT_RUNS", "AGENT_UNIT_INDEX"
 RUN_CLASS, INDEX_CLASS = "AgentUnitRun", "AgentUnitIndex"
@@ -253,6 +261,7 @@ def context(config: Any, options: BuildOptions) -> dict[str, Any]:
         "index_class": INDEX_CLASS,
         "python_version": PYTHON,
         "wrangler_json": json.dumps(wrangler_config(config), indent=2),
+        "budget": config.budget or DEFAULT_BUDGET[config.cloudflare.runtime],
         "exports": config.cloudflare.exports,
         "host_serves": sorted(HOST_SERVES),
     }

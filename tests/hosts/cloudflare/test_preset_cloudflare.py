@@ -435,3 +435,43 @@ def test_an_earlier_compatibility_date_of_the_user_keeps_the_one_that_selects_py
 def test_the_users_wrangler_resources_cannot_replace_the_workers_entry(tmp_path: Path) -> None:
     message = _refusal(tmp_path, {"cloudflare": {"wrangler": {"main": "src/app.py"}}})
     assert "cloudflare.wrangler.main" in message and "remove it" in message
+
+
+@pytest.mark.parametrize(
+    ("config", "budget"),
+    [
+        ('name = "refund"\n', "10m"),
+        ('name = "refund"\nbudget = "90s"\n', "90s"),
+        (
+            'name = "refund"\nstorage = "d1://DB"\n[cloudflare]\nruntime = "default"\n'
+            '[[cloudflare.wrangler.d1_databases]]\nbinding = "DB"\ndatabase_name = "d"\ndatabase_id = "i"\n',
+            "25s",
+        ),
+    ],
+)
+def test_a_worker_run_yields_at_a_default_budget_chosen_from_workers_limits(
+    tmp_path: Path, config: str, budget: str
+) -> None:
+    root = project(tmp_path, config)
+    build(root, Config.model_validate(tomllib.loads(config)), preset="cloudflare")
+    assert f"budget={budget!r}," in (root / ".output" / "cloudflare" / "src" / "entry.py").read_text()
+
+
+def test_an_adapter_added_from_a_folder_is_carried_into_the_workers_src(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"  # the adapter installed as `agent-unit add ./examples/agent-unit-adapter-echo` does
+    echo_package = str(ROOT / "examples" / "agent-unit-adapter-echo")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), echo_package],
+        check=True,
+        capture_output=True,
+    )
+    monkeypatch.syspath_prepend(str(site))
+    config = 'name = "refund"\nadapters = ["agent_unit_adapter_echo:adapter"]\n'
+    echo = 'from agent_unit_adapter_echo import Echo\n\nagent = Echo(prefix="echo: ")\n'
+    root = project(tmp_path, config, {"agents/echoer.py": echo})
+    build(root, Config.model_validate(tomllib.loads(config)), preset="cloudflare")
+    src = root / ".output" / "cloudflare" / "src"
+    assert (src / "agent_unit_adapter_echo" / "__init__.py").is_file()
+    assert "adapters=['agent_unit_adapter_echo:adapter']" in (src / "entry.py").read_text()

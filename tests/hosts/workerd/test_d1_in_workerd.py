@@ -1,0 +1,57 @@
+"""The default runtime over D1 (``storage = "d1://DB"``) in real workerd: the local D1 of ``wrangler dev``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from agent_unit.client import SyncAgentClient
+
+from .conftest import eventually, serve
+from .dev import WranglerDev
+from .ledger import Ledger
+
+# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
+# one `wrangler dev` for the module: `make test` keeps a module in one worker process (`--dist loadscope`)
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory, ledger: Ledger) -> Iterator[WranglerDev]:
+    dev = serve("d1", tmp_path_factory.mktemp("d1"), {"LEDGER_URL": ledger.url})
+    yield dev
+    dev.stop()
+
+
+def test_a_refund_on_d1_parks_survives_a_restart_of_wrangler_dev_and_charges_exactly_once(
+    worker: WranglerDev, ledger: Ledger
+) -> None:
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        events = list(client.run("refund", {"order_id": "d1"}))
+        assert events[-1].type == "RUN_INTERRUPTED", events
+        run_id = events[-1].data["runId"]
+    worker.restart()  # the same local D1 database
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        assert client.get(run_id).status == "interrupted"
+        finished = list(client.resume(run_id, {"approved": True}))
+        assert finished[-1].type == "RUN_FINISHED" and finished[-1].data["result"] == "refunded"
+        assert client.get(run_id).status == "completed"
+    assert [call["order_id"] for call in ledger.made("/charge")] == ["d1"]
+    assert "Uncaught" not in worker.log, worker.log[-3000:]
+
+
+def test_the_cron_triggers_sweep_wakes_a_sleeping_run_on_d1(worker: WranglerDev, ledger: Ledger) -> None:
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        started = client.start("sleeper", "d1-cat", wait=True)
+        assert started.status == "sleeping"
+        cron = worker.config["triggers"]["crons"][0]
+        with httpx.Client(base_url=worker.url, timeout=120) as http:
+
+            def swept() -> bool:
+                http.get("/cdn-cgi/local/scheduled", params={"cron": cron})
+                return client.get(started.id).status == "completed"
+
+            eventually(swept, seconds=60)
+    assert [call["name"] for call in ledger.made("/woke")] == ["d1-cat"]

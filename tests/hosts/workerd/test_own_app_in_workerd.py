@@ -1,0 +1,38 @@
+"""Your own ASGI app (``server = "app:app"``) on the cloudflare preset, in real workerd (``wrangler dev``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from .conftest import eventually, serve
+from .dev import WranglerDev
+from .ledger import Ledger
+
+# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
+# one `wrangler dev` for the module: `make test` keeps a module in one worker process (`--dist loadscope`)
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory, ledger: Ledger) -> Iterator[WranglerDev]:
+    dev = serve("app", tmp_path_factory.mktemp("app"), {"LEDGER_URL": ledger.url, "API_TOKEN": "tok-123"})
+    yield dev
+    dev.stop()
+
+
+def test_wait_until_work_finishes_after_the_response_with_no_uncaught_error(
+    worker: WranglerDev, ledger: Ledger
+) -> None:
+    response = httpx.post(worker.url + "/later", timeout=60)
+    assert response.json() == {"accepted": True}
+    assert ledger.made("/later") == []  # the work sleeps past the response
+    eventually(lambda: len(ledger.made("/later")) == 1)
+    assert "Uncaught" not in worker.log, worker.log[-3000:]
+
+
+def test_agent_unit_env_reads_a_wrangler_var_and_a_dev_vars_secret(worker: WranglerDev) -> None:
+    body = httpx.get(worker.url + "/settings", timeout=60).json()
+    assert body == {"greeting": "hello from wrangler.jsonc", "token": "tok-123", "missing": False}
