@@ -420,8 +420,8 @@ def test_a_finished_run_page_shows_what_it_returned_or_why_it_failed(server: Ser
 
     page.goto(f"{server.url}/ui/#/runs/{done['id']}")
     expect(page.get_by_role("heading", name="Output")).to_be_visible()
-    output = page.get_by_role("heading", name="Output").locator("xpath=following-sibling::pre[1]")
-    assert json.loads(output.inner_text()) == {"order": "o-9", "total": 42.5, "lines": ["widget", "gadget"]}
+    raw = page.locator(".output pre.raw").text_content() or ""
+    assert json.loads(raw) == {"order": "o-9", "total": 42.5, "lines": ["widget", "gadget"]}
     assert "[object" not in page.locator("main").inner_text()
 
     page.goto(f"{server.url}/ui/#/runs/{failed['id']}")
