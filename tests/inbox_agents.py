@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 from pydantic_ai import Agent
@@ -118,8 +118,7 @@ async def slow(input: str, run: Run) -> str:
             await asyncio.wait_for(run.signal.wait(), 60)
         return "stopped"
 
-    await run.step("work", work)
-    return "done"
+    return await run.step("work", work)
 
 
 @define_agent(description="Fails in the agent's own code.")
@@ -128,7 +127,7 @@ async def broken(input: str, run: Run) -> str:
     return str(totals["missing"])
 
 
-AGENTS = {
+AGENTS: dict[str, Any] = {
     "refund": refund,
     "chatty": chatty,
     "payout": payout,
