@@ -49,13 +49,23 @@ def _libraries() -> tuple[str, ...]:
     )
 
 
+def _shown(filename: str) -> str:
+    """A file under the working directory (the project) relative to it: ``agents/refund.py``."""
+    path = Path(filename)
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return filename
+
+
 def user_frames(exc: BaseException) -> list[dict[str, Any]]:
-    """``{file, line, function, code}`` for each frame of the user's own code, outermost first."""
+    """``{file, line, function, code}`` for each frame of the user's own code, outermost first
+    (``file`` relative to the working directory when it is under it)."""
     foreign = list(foreign_frames(exc))
     own = [frame for frame in foreign if not str(Path(frame.filename).resolve()).startswith(_libraries())]
     return [
         {
-            "file": frame.filename,
+            "file": _shown(frame.filename),
             "line": frame.lineno,
             "function": frame.name,
             "code": (frame.line or "").strip()[:_MAX_CODE],

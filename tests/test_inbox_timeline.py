@@ -169,8 +169,8 @@ def test_a_yield_and_a_recovery_after_a_crash_are_drawn_from_the_events(server: 
     t = 1_700_000_000_000
     events = [
         {"type": "RUN_STARTED", "metadata": {"agent-unit": {"attempt": 1}}, "timestamp": t},
-        {"type": "STEP_STARTED", "stepName": "a", "timestamp": t + 10},
-        {"type": "STEP_FINISHED", "stepName": "a", "timestamp": t + 20},
+        {"type": "STEP_STARTED", "stepName": "<b>a</b>", "timestamp": t + 10},  # shown as text, never as HTML
+        {"type": "STEP_FINISHED", "stepName": "<b>a</b>", "timestamp": t + 20},
         {"type": "CUSTOM", "name": "agent-unit.yield", "value": None, "timestamp": t + 30},
         {"type": "STEP_STARTED", "stepName": "b", "timestamp": t + 900},  # in the continuation
         {"type": "RUN_STARTED", "metadata": {"agent-unit": {"attempt": 2}}, "timestamp": t + 60_000},
@@ -192,6 +192,8 @@ def test_a_yield_and_a_recovery_after_a_crash_are_drawn_from_the_events(server: 
     expect(cut).to_contain_text("cut short")
     expect(row(page, "recovery Recovered after a crash (attempt 2)")).to_be_visible()
     expect(page.locator(".tl-row.step.done")).to_have_count(2)
+    expect(row(page, "step <b>a</b>")).to_be_visible()
+    expect(page.locator(".timeline b")).to_have_count(0)
 
 
 # -- each state's page ---------------------------------------------------------------------------
@@ -234,7 +236,7 @@ def test_a_failed_runs_error_shows_its_type_message_and_the_frames_of_the_users_
     expect(error).to_contain_text("KeyError: 'missing'")
     frames = page.get_by_role("list", name="Where it was raised").get_by_role("listitem")
     expect(frames).to_have_count(1)
-    expect(frames.first).to_contain_text("inbox_agents.py")
+    expect(frames.first).to_contain_text("tests/inbox_agents.py:")  # relative to the server's working directory
     expect(frames.first).to_contain_text('return str(totals["missing"])')
     assert "agent_unit" not in (page.locator(".frames").text_content() or "")
     expect(row(page, "end Failed")).to_contain_text("")
