@@ -61,13 +61,15 @@ const Timeline = (() => {
       switch (data.type) {
         case "RUN_STARTED": {
           const next = ((data.metadata || {})["agent-unit"] || {}).attempt || 1;
+          const waited = wait !== null;
           if (wait) {
-            wait.end = at;
+            wait.end = at; // answered, or woken
             wait = null;
-          } else if (next > attempt) {
+          }
+          if (next > attempt) {
             cut(at);
             items.push({ kind: "recovery", name: `Recovered after a crash (attempt ${next})`, start: at, end: at, seq, children: [] });
-          } else if (items.length) {
+          } else if (!waited && items.length) {
             items.push({ kind: "resume", name: "Continued", start: at, end: at, seq, children: [] });
           }
           attempt = Math.max(attempt, next);
