@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import time
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -121,6 +124,22 @@ async def slow(input: str, run: Run) -> str:
     return await run.step("work", work)
 
 
+def charge_once() -> str:
+    """Hangs where ``HANG_MARKER`` names a file (the test kills the process there), once."""
+    marker = os.environ.get("HANG_MARKER")
+    if marker and not Path(marker).exists():
+        time.sleep(0.3)  # long enough for the step's STEP_STARTED to be stored
+        Path(marker).write_text("hung")
+        time.sleep(60)
+    return "charged"
+
+
+@define_agent(description="Crashes inside a step once, then is recovered.")
+async def crashy(input: str, run: Run) -> str:
+    await run.step("reserve", lambda: "reserved")
+    return await run.step("charge", charge_once)
+
+
 @define_agent(description="Fails in the agent's own code.")
 async def broken(input: str, run: Run) -> str:
     totals = await run.step("load-totals", lambda: {"a": 1})
@@ -139,4 +158,5 @@ AGENTS: dict[str, Any] = {
     "shopper": shopper,
     "broken": broken,
     "slow": slow,
+    "crashy": crashy,
 }

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,10 +24,13 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from agent_unit import RunEngine
 from agent_unit.ids import new_id
 from agent_unit.records import RunRecord, RunStatus
 from agent_unit.stores.sqlite import SQLiteStore
 
+from .crash import start_and_kill
+from .inbox_agents import AGENTS
 from .server import Server
 from .test_inbox import CHROMIUM_ARGS, chromium_path
 
@@ -194,6 +199,38 @@ def test_a_yield_and_a_recovery_after_a_crash_are_drawn_from_the_events(server: 
     expect(page.locator(".tl-row.step.done")).to_have_count(2)
     expect(row(page, "step <b>a</b>")).to_be_visible()
     expect(page.locator(".timeline b")).to_have_count(0)
+
+
+def test_a_run_recovered_after_a_kill_9_shows_the_step_the_crash_cut_short(
+    server: Server, page: Page, db: Path, tmp_path: Path
+) -> None:
+    async def crash_and_recover() -> RunRecord:
+        run_id = await start_and_kill(db, "tests.inbox_agents:AGENTS", "crashy", "x", marker=tmp_path / "hang")
+        # A sweep here recovers it (the module's server may sweep first: either is a recovery).
+        engine = RunEngine(AGENTS, SQLiteStore(str(db)), lease_ttl="1s", background_sweep=False)
+        try:
+            deadline = time.monotonic() + 30
+            while (record := await engine.get(run_id)).status != RunStatus.completed:
+                assert time.monotonic() < deadline, record
+                await engine.sweep(wait=True)
+                await asyncio.sleep(0.1)
+            return record
+        finally:
+            await engine.aclose()
+            await engine.store.close()
+
+    with ThreadPoolExecutor(1) as thread:  # Playwright's own event loop runs in this one
+        recovered = thread.submit(asyncio.run, crash_and_recover()).result()
+    assert recovered.status == RunStatus.completed
+    run_id = recovered.id
+    page.goto(f"{server.url}/ui/#/runs/{run_id}")
+    expect(row(page, "recovery Recovered after a crash (attempt 2)")).to_be_visible()
+    steps = page.locator(".tl-row.step")
+    expect(steps).to_have_count(3)  # reserve; charge, cut short by the kill; charge again
+    expect(steps.nth(1)).to_contain_text("cut short")
+    expect(steps.nth(2)).to_have_class(re.compile(r"\bdone\b"))
+    steps.nth(1).get_by_role("button").click()
+    expect(steps.nth(1)).to_contain_text("the process stopped here")
 
 
 # -- each state's page ---------------------------------------------------------------------------

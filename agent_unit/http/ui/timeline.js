@@ -44,6 +44,11 @@ const Timeline = (() => {
           item.end = at;
           item.error = { type: "Crash", message: "the process stopped here; the work ran again on recovery" };
           item.status = "cut";
+          const current = item.attempts && item.attempts[item.attempts.length - 1];
+          if (current && current.end === null) {
+            current.end = at;
+            current.error = item.error;
+          }
         }
       }
       step = null;
@@ -52,6 +57,7 @@ const Timeline = (() => {
     };
     for (const { seq, data } of events) {
       const at = data.timestamp || (end === null ? Date.now() : end);
+      const before = end === null ? at : end; // the last moment the previous events saw
       if (start === null) start = at;
       end = Math.max(end || at, at);
       if (yielded && data.type !== "CUSTOM") {
@@ -67,7 +73,7 @@ const Timeline = (() => {
             wait = null;
           }
           if (next > attempt) {
-            cut(at);
+            cut(before); // what was running then has no end: the crash came after the last event
             items.push({ kind: "recovery", name: `Recovered after a crash (attempt ${next})`, start: at, end: at, seq, children: [] });
           } else if (!waited && items.length) {
             items.push({ kind: "resume", name: "Continued", start: at, end: at, seq, children: [] });
@@ -231,7 +237,7 @@ const Timeline = (() => {
     const pre = (title, value) =>
       value === undefined || value === null || value === "" ? [] : [h("h4", {}, title), h("pre", {}, typeof value === "string" ? value : JSON.stringify(value, null, 2))];
     const errors = item.kind === "step"
-      ? item.attempts.map((a, i) => (a.error ? pre(`Attempt ${i + 1} failed after ${duration(a.end - a.start)}`, `${a.error.type}: ${a.error.message}`) : []))
+      ? item.attempts.map((a, i) => (a.error ? pre(`Attempt ${i + 1} ${a.error.type === "Crash" ? "cut short" : "failed"} after ${duration(a.end - a.start)}`, `${a.error.type}: ${a.error.message}`) : []))
       : item.error ? pre("Error", `${item.error.type}: ${item.error.message}`) : [];
     const input = item.kind === "tool" ? parsed(item.args) : item.input;
     const output = item.kind === "model" ? item.text : item.output;
