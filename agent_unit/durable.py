@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from .events import MODEL_FINISHED, MODEL_STARTED, custom
 from .run import UNTYPED, Run
 
 __all__ = ["Durable", "request_hash", "tool_call_started"]
@@ -56,18 +57,40 @@ class Durable:
 
         ``response_type`` rebuilds the response from JSON (a pydantic model or dataclass);
         ``usage(response)`` gives its token usage (``provider``, ``model``, ``inputTokens``...).
+        A call that runs (not a replay) is framed by the CUSTOM events ``agent-unit.model-started``
+        and ``agent-unit.model-finished`` (with its usage, or its error), so a timeline shows when
+        it ran and what it spent.
         """
         run = self._run
 
         async def call(request: Any) -> Any:
             key = run.next_key("model", name)
+            spent: list[dict[str, Any]] = []
+
+            async def measured(request: Any) -> Any:
+                response = await fn(request)
+                found = usage(response) if usage is not None else None
+                if found:
+                    spent.append(found)
+                return response
+
+            def finished(error: dict[str, Any] | None) -> dict[str, Any]:
+                value: dict[str, Any] = {"callId": key, "name": name}
+                if error is not None:
+                    value["error"] = error
+                elif spent:
+                    value["usage"] = spent[-1]
+                return custom(MODEL_FINISHED, value)
+
             return await run.journaled(
                 key,
                 name,
-                fn,
+                measured,
                 (request,),
                 response_type,
                 what=f"the response of model call {key!r}",
+                started=(custom(MODEL_STARTED, {"callId": key, "name": name}),),
+                finished=finished,
                 request_hash=request_hash(request),
                 usage=usage,
             )

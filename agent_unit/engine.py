@@ -50,6 +50,7 @@ from .owners import owner_is_gone, process_owner
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import (
     FINISHED,
+    ErrorFrame,
     JournalEntry,
     RunError,
     RunPage,
@@ -62,6 +63,7 @@ from .records import (
 from .run import Run, active_run
 from .stores import Store, open_store
 from .tail import EventTail
+from .tracebacks import user_frames
 
 __all__ = ["RunEngine", "SweepResult"]
 
@@ -747,7 +749,14 @@ class RunEngine:
             code = code if isinstance(code, str) else type(error).__name__
             message = jsontext.message_of(error)
             record.output = None
-            record.error = RunError(type=type(error).__name__, message=message, step=step and jsontext.scrub(step))
+            scrubbed = (
+                {key: jsontext.scrub(value) if isinstance(value, str) else value for key, value in frame.items()}
+                for frame in user_frames(error)
+            )
+            frames = [ErrorFrame.model_validate(frame) for frame in scrubbed]
+            record.error = RunError(
+                type=type(error).__name__, message=message, step=step and jsontext.scrub(step), frames=frames
+            )
             event = ev.run_error(message, jsontext.scrub(code))
         await self._save(execution, event=event)
 

@@ -18,7 +18,11 @@ from typing import Any
 
 from .jsontext import scrub
 
-__all__ = ["EventBuffer", "dumps"]
+__all__ = ["MODEL_FINISHED", "MODEL_STARTED", "EventBuffer", "dumps"]
+
+MODEL_STARTED = "agent-unit.model-started"
+MODEL_FINISHED = "agent-unit.model-finished"
+"""The CUSTOM events around a model call that ran (``ctx.durable.model``): a timeline's bars, with usage."""
 
 _MERGEABLE = {
     "TEXT_MESSAGE_CONTENT": "messageId",

@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 __all__ = [
     "FINISHED",
+    "ErrorFrame",
     "Interrupt",
     "JournalEntry",
     "RunError",
@@ -60,10 +61,23 @@ def agui_usage(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{to_camel(key): value for key, value in entry.items()} for entry in entries]
 
 
+class ErrorFrame(BaseModel):
+    """One line of the user's own code in a failed run's traceback."""
+
+    file: str
+    line: int | None = None
+    function: str
+    code: str = ""
+
+
 class RunError(BaseModel):
+    """Why a run failed. ``frames``: the user's own code on the way to the error, outermost first
+    (agent-unit's frames left out); empty for records saved before they were kept."""
+
     type: str
     message: str
     step: str | None = None
+    frames: list[ErrorFrame] = []
 
 
 class RunRecord(BaseModel):

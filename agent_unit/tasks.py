@@ -18,7 +18,6 @@ first needed.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import importlib
 import inspect
 import re
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TaskError
+from .tracebacks import foreign_frames
 
 __all__ = [
     "Task",
@@ -48,11 +48,6 @@ FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
 _ITEM = r"((\*|\d+-\d+)/\d+|\*|\d+(-\d+)?)"  # a step only on * or a range, as standard cron
 _FIELD = re.compile(rf"^{_ITEM}(,{_ITEM})*$")
 _HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_OURS = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent / "agent_unit_cli"))
-_MACHINERY = tuple(
-    str(Path(inspect.getfile(package)).resolve().parent) for package in (asyncio, importlib, concurrent.futures)
-)
-"""Frames a user's traceback leaves out: ours, and the import and thread machinery around their code."""
 
 
 def check_schedule(schedule: str) -> str:
@@ -142,7 +137,7 @@ def load_handler(reference: str, *, task: str, root: str | Path | None = None) -
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raised, shown at its line
         name = exc.name if isinstance(exc, ModuleNotFoundError) else None
-        if name and f"{module_name}.".startswith(f"{name}.") and not _user_frames(exc):  # the path itself is wrong
+        if name and f"{module_name}.".startswith(f"{name}.") and not foreign_frames(exc):  # the path itself is wrong
             raise TaskError(
                 f"{prefix}: no module named {name!r}: write the module's dotted path from the project folder"
             ) from None
@@ -178,21 +173,9 @@ async def run_task(task: Task, scheduled_at: datetime, handler: Callable[..., An
 
 def handler_error(exc: BaseException) -> str:
     """What a handler raised, as a person reads it: the user's frames of the traceback, none of ours."""
-    lines = traceback.format_list(_user_frames(exc))
+    lines = traceback.format_list(foreign_frames(exc))
     lines += traceback.format_exception_only(type(exc), exc)
     return "Traceback (most recent call last):\n" + "".join(lines) if len(lines) > 1 else "".join(lines)
-
-
-def _user_frames(exc: BaseException) -> traceback.StackSummary:
-    frames = traceback.extract_tb(exc.__traceback__)
-    return traceback.StackSummary.from_list(
-        [
-            frame
-            for frame in frames
-            if not frame.filename.startswith("<frozen")
-            and not str(Path(frame.filename).resolve()).startswith((*_OURS, *_MACHINERY))
-        ]
-    )
 
 
 def failed_at(exc: BaseException, project: Path) -> str:
@@ -201,7 +184,7 @@ def failed_at(exc: BaseException, project: Path) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, SyntaxError) and exc.filename:
         return f"{text} ({_shown(exc.filename, project)}, line {exc.lineno})"
-    frames = _user_frames(exc)
+    frames = foreign_frames(exc)
     own = [frame for frame in frames if Path(frame.filename).resolve().is_relative_to(project)]
     if own or frames:
         frame = (own or frames)[-1]

@@ -43,7 +43,7 @@ from ..errors import (
     RunConflict,
     RunNotFound,
 )
-from ..events import dumps, now_ms
+from ..events import MODEL_FINISHED, MODEL_STARTED, dumps, now_ms
 from ..records import RunRecord, RunStatus, agui_usage
 from .bodies import read_json
 from .sse import KEEP_ALIVE_COMMENT, SSEResponse, message
@@ -308,6 +308,8 @@ class Translator:
             return out + self._close_lanes() + [self._end(kind, event, event.get("usage", usage))]
         if kind == "RUN_STARTED" or kind not in self.event_types:
             return out  # not AG-UI (or a second start, which a stream that ends at its end never reads)
+        if kind == "CUSTOM" and event.get("name") in (MODEL_STARTED, MODEL_FINISHED):
+            return out  # the inbox's timeline bars: an AG-UI run reports its usage in RUN_FINISHED
         return [*out, event]
 
     def _meta(self, status: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent / "ui"
 FILES = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "timeline.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 

@@ -56,19 +56,52 @@ async def test_a_run_streams_events_and_finishes_with_output_and_usage() -> None
         events = await unit.events(done.id)
     assert validated(events) == [
         "RUN_STARTED",
+        "CUSTOM",  # agent-unit.model-started
+        "CUSTOM",  # agent-unit.model-finished: the model asked for the tool
         "TOOL_CALL_START",
         "TOOL_CALL_ARGS",
         "TOOL_CALL_END",
         "TOOL_CALL_RESULT",
+        "CUSTOM",
         "TEXT_MESSAGE_START",
         "TEXT_MESSAGE_CONTENT",  # the streamed deltas, merged within delta_batch_ms
         "TEXT_MESSAGE_END",
+        "CUSTOM",
         "RUN_FINISHED",
     ]
     text = "".join(event["delta"] for event in events if event["type"] == "TEXT_MESSAGE_CONTENT")
     assert text == "done: charged 42"
-    assert events[1]["toolCallId"] == "call_1" and events[1]["toolCallName"] == "charge"
+    assert events[3]["toolCallId"] == "call_1" and events[3]["toolCallName"] == "charge"
     assert events[-1]["usage"] == agui_usage(done.usage)
+
+
+async def test_each_model_call_is_framed_by_events_with_its_own_token_usage() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        done = await unit.run("charger", "charge me")
+        events = await unit.events(done.id)
+    calls = [(event["name"], event["value"]) for event in events if event["type"] == "CUSTOM"]
+    names = [name for name, _ in calls]
+    assert names == ["agent-unit.model-started", "agent-unit.model-finished"] * 2
+    first, second = calls[1][1], calls[3][1]
+    assert calls[0][1] == {"callId": first["callId"], "name": "scripted-charger"}
+    assert first["callId"] != second["callId"]
+    spent = [first["usage"], second["usage"]]  # per call: together they are the run's usage
+    assert all(entry["model"] == "scripted-charger" and entry["inputTokens"] > 0 for entry in spent)
+    total = sum(entry["inputTokens"] for entry in spent)
+    assert total == done.usage[0]["input_tokens"]
+    assert events[1]["timestamp"] <= events[2]["timestamp"]  # when it started, when it answered
+
+
+async def test_a_replayed_model_call_emits_no_model_events_again() -> None:
+    async with create_test_unit(fixtures.AGENTS) as unit:
+        asked = await unit.run("asker", "a shirt")
+        assert asked.status == RunStatus.interrupted
+        resumed = await unit.resume(asked.id, {"size": "M"})
+        assert resumed.status == RunStatus.completed
+        events = await unit.events(asked.id)
+    started = [event["value"]["callId"] for event in events if event.get("name") == "agent-unit.model-started"]
+    finished = [event["value"]["callId"] for event in events if event.get("name") == "agent-unit.model-finished"]
+    assert started == finished and len(started) == len(set(started)) == 2  # the replayed first call: not again
 
 
 async def test_structured_output_is_the_runs_output() -> None:

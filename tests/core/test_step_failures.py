@@ -150,3 +150,38 @@ async def test_an_unprintable_step_error_the_agent_catches_replays_as_the_same_t
 
     done = await resume_after_a_restart(agent, sqlite_path, "no")
     assert done.status == RunStatus.completed and done.output == "declined, no"
+
+
+async def test_a_failed_run_keeps_the_frames_of_the_users_own_code_and_none_of_agent_units() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        await run.step("charge", decline)
+        return "charged"
+
+    record = await create_test_unit({"a": agent}).run("a")
+    assert record.error is not None
+    frames = [(Path(frame.file).name, frame.function, frame.code) for frame in record.error.frames]
+    assert frames == [
+        ("test_step_failures.py", "agent", 'await run.step("charge", decline)'),
+        ("test_step_failures.py", "decline", 'raise PaymentDeclined("card declined")'),
+    ]
+    assert all(frame.line for frame in record.error.frames)
+    assert record.public()["error"]["frames"][0]["function"] == "agent"  # the API shows them
+
+
+async def test_a_run_record_saved_before_frames_were_kept_still_loads() -> None:
+    old = {"type": "ValueError", "message": "bad", "step": None}
+    assert (
+        RunRecord.model_validate(
+            {
+                "id": "r",
+                "agent": "a",
+                "thread_id": "t",
+                "status": "failed",
+                "error": old,
+                "created_at": "2026-01-01T00:00:00Z",
+                "updated_at": "2026-01-01T00:00:00Z",
+            }
+        ).error.frames
+        == []
+    )  # type: ignore[union-attr]

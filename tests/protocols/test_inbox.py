@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,10 +69,11 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the module: each test starts runs on a thread of its own and lists only that thread."""
     served = Server(
-        f"sqlite:///{tmp_path / 'inbox.db'}",
+        f"sqlite:///{tmp_path_factory.mktemp('inbox') / 'inbox.db'}",
         env={"TEST_AGENTS": "tests.support.inbox_agents:AGENTS", "TEST_OPTIONS": json.dumps({"ui": True})},
     ).start()
     yield served
@@ -94,6 +96,10 @@ def start(server: Server, agent: str, input: Any, thread_id: str | None = None) 
     response = httpx.post(f"{server.url}/agents/{agent}/runs?wait=1", json=body, timeout=30)
     response.raise_for_status()
     return response.json()  # type: ignore[no-any-return]
+
+
+def new_thread() -> str:
+    return f"thread-{uuid.uuid4().hex[:10]}"
 
 
 def get_run(server: Server, run_id: str) -> dict[str, Any]:
@@ -129,10 +135,11 @@ def tab_to(page: Page, label: str) -> None:
 def test_a_paused_run_is_listed_first_answered_after_a_restart_and_seen_finishing_live(
     server: Server, page: Page
 ) -> None:
-    paused = start(server, "refund", {"order_id": "o-1"})
+    thread = new_thread()
+    paused = start(server, "refund", {"order_id": "o-1"}, thread_id=thread)
     assert paused["status"] == "interrupted"
-    assert start(server, "chatty", 1)["status"] == "completed"
-    plain = httpx.get(f"{server.url}/runs").json()["runs"]
+    assert start(server, "chatty", 1, thread_id=thread)["status"] == "completed"
+    plain = httpx.get(f"{server.url}/runs", params={"thread_id": thread}).json()["runs"]
     assert [run["agent"] for run in plain] == ["chatty", "refund"]  # newest first, as the API lists them
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
@@ -144,7 +151,7 @@ def test_a_paused_run_is_listed_first_answered_after_a_restart_and_seen_finishin
 
     page.on("response", answered)
 
-    page.goto(f"{server.url}/ui/")
+    page.goto(f"{server.url}/ui/#/?thread_id={thread}")
     runs = page.get_by_role("list", name="Runs").get_by_role("listitem")
     expect(runs).to_have_count(2)
     expect(runs.first).to_contain_text("refund: approve-refund")  # the interrupted one first
@@ -217,8 +224,9 @@ def test_a_tool_approval_is_declined_with_a_reason(server: Server, page: Page) -
 
 
 def test_the_form_is_filled_and_sent_with_the_keyboard_alone(server: Server, page: Page) -> None:
-    run = start(server, "payout", "invoice 8")
-    page.goto(f"{server.url}/ui/")
+    thread = new_thread()
+    run = start(server, "payout", "invoice 8", thread_id=thread)
+    page.goto(f"{server.url}/ui/#/?thread_id={thread}")
     tab_to(page, "payout: approve-payout")
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name=f"Run {run['id']}")).to_be_focused()
@@ -239,15 +247,16 @@ def test_the_form_is_filled_and_sent_with_the_keyboard_alone(server: Server, pag
 
 
 def test_the_runs_are_filtered_by_status_agent_and_thread(server: Server, page: Page) -> None:
-    start(server, "refund", {"order_id": "o-2"}, thread_id="thread-a")
-    start(server, "payout", "invoice 9", thread_id="thread-b")
-    start(server, "chatty", 1, thread_id="thread-b")
-    page.goto(f"{server.url}/ui/")
+    a, b = new_thread(), new_thread()
+    start(server, "refund", {"order_id": "o-2"}, thread_id=a)
+    start(server, "payout", "invoice 9", thread_id=b)
+    start(server, "chatty", 1, thread_id=b)
+    page.goto(f"{server.url}/ui/#/?thread_id={b}")
     runs = page.get_by_role("list", name="Runs").get_by_role("listitem")
-    expect(runs).to_have_count(3)
+    expect(runs).to_have_count(2)
 
     page.get_by_label("Agent").select_option("payout")
-    page.get_by_role("button", name="Filter").click()
+    page.get_by_role("button", name="Filter").click()  # within the thread typed in the form
     expect(runs).to_have_count(1)
     expect(runs.first).to_contain_text("payout: approve-payout")
 
@@ -257,7 +266,7 @@ def test_the_runs_are_filtered_by_status_agent_and_thread(server: Server, page: 
     expect(runs).to_have_count(1)
     expect(runs.first).to_contain_text("chatty")
 
-    page.goto(f"{server.url}/ui/#/?thread_id=thread-a")
+    page.goto(f"{server.url}/ui/#/?thread_id={a}")
     expect(runs).to_have_count(1)
     expect(runs.first).to_contain_text("refund")
 
@@ -414,9 +423,10 @@ def test_the_config_turns_the_inbox_on_for_builds_and_leaves_it_off_by_default(t
 
 
 def test_more_runs_are_listed_page_by_page_and_the_focus_stays_in_the_list(server: Server, page: Page) -> None:
+    thread = new_thread()
     for _ in range(52):  # the API's default page is 50 runs
-        start(server, "chatty", 0)
-    page.goto(f"{server.url}/ui/")
+        start(server, "chatty", 0, thread_id=thread)
+    page.goto(f"{server.url}/ui/#/?thread_id={thread}")
     runs = page.get_by_role("list", name="Runs").get_by_role("listitem")
     expect(runs).to_have_count(50)
     page.get_by_role("button", name="More runs").click()
@@ -432,8 +442,8 @@ def test_a_finished_run_page_shows_what_it_returned_or_why_it_failed(server: Ser
 
     page.goto(f"{server.url}/ui/#/runs/{done['id']}")
     expect(page.get_by_role("heading", name="Output")).to_be_visible()
-    output = page.get_by_role("heading", name="Output").locator("xpath=following-sibling::pre[1]")
-    assert json.loads(output.inner_text()) == {"order": "o-9", "total": 42.5, "lines": ["widget", "gadget"]}
+    raw = page.locator(".output pre.raw").text_content() or ""
+    assert json.loads(raw) == {"order": "o-9", "total": 42.5, "lines": ["widget", "gadget"]}
     assert "[object" not in page.locator("main").inner_text()
 
     page.goto(f"{server.url}/ui/#/runs/{failed['id']}")

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import asyncio
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
 
-from agent_unit import Run, define_agent
+from agent_unit import RetryPolicy, Run, StepContext, define_agent
 from agent_unit.adapters.approval import ask_approval
 
 from .http_agents import chatty, refund
@@ -70,4 +77,86 @@ async def quote(input: str, run: Run) -> dict[str, object]:
     return {"order": input, "total": 42.5, "lines": ["widget", "gadget"]}
 
 
-AGENTS = {"refund": refund, "chatty": chatty, "payout": payout, "deploy": deploy, "declined": declined, "quote": quote}
+_tries: dict[str, int] = {}
+
+
+def flaky(step: StepContext) -> str:
+    """Fails on its first two attempts in each run, then answers."""
+    _tries[step.run_id] = _tries.get(step.run_id, 0) + 1
+    if _tries[step.run_id] < 3:
+        raise ConnectionError(f"the supplier timed out (try {_tries[step.run_id]})")
+    return "stock: 7"
+
+
+@define_agent(description="A retried step, a sleep, then a question.")
+async def journey(input: str, run: Run) -> str:
+    stock = await run.step("fetch-stock", flaky, retry=RetryPolicy(attempts=3, initial="50ms"))
+    await run.sleep("1s")
+    go = await run.interrupt("confirm-order", {"order": input, "stock": stock}, answer=bool)
+    await run.step("place-order", lambda: f"order {input} placed")
+    return "placed" if go else "dropped"
+
+
+@define_agent(description="Works, then sleeps for two days.")
+async def napper(input: str, run: Run) -> str:
+    await run.step("prepare", lambda: "ready")
+    await run.step("send-reminder", lambda: "sent")
+    await run.sleep("2d")
+    return "woke"
+
+
+shopper = Agent(TestModel(), name="shopper")
+
+
+@shopper.tool_plain
+def look_up_price(item: str) -> str:
+    """The price of an item."""
+    return f"{item}: 3 EUR"
+
+
+@define_agent(description="A step that works until the run is cancelled (or a minute passes).")
+async def slow(input: str, run: Run) -> str:
+    async def work() -> str:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(run.signal.wait(), 60)
+        return "stopped"
+
+    return await run.step("work", work)
+
+
+def charge_once() -> str:
+    """Hangs where ``HANG_MARKER`` names a file (the test kills the process there), once."""
+    marker = os.environ.get("HANG_MARKER")
+    if marker and not Path(marker).exists():
+        time.sleep(0.3)  # long enough for the step's STEP_STARTED to be stored
+        Path(marker).write_text("hung")
+        time.sleep(60)
+    return "charged"
+
+
+@define_agent(description="Crashes inside a step once, then is recovered.")
+async def crashy(input: str, run: Run) -> str:
+    await run.step("reserve", lambda: "reserved")
+    return await run.step("charge", charge_once)
+
+
+@define_agent(description="Fails in the agent's own code.")
+async def broken(input: str, run: Run) -> str:
+    totals = await run.step("load-totals", lambda: {"a": 1})
+    return str(totals["missing"])
+
+
+AGENTS: dict[str, Any] = {
+    "refund": refund,
+    "chatty": chatty,
+    "payout": payout,
+    "deploy": deploy,
+    "declined": declined,
+    "quote": quote,
+    "journey": journey,
+    "napper": napper,
+    "shopper": shopper,
+    "broken": broken,
+    "slow": slow,
+    "crashy": crashy,
+}

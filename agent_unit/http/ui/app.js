@@ -7,6 +7,8 @@
 // Where the API is: "../" beside it, or the path create_inbox() was given.
 const API = new URL(document.querySelector('meta[name="agent-unit-api"]').content, location.href.split("#")[0]);
 const LIVE = ["queued", "running", "interrupted", "sleeping"];
+const LIST_REFRESH_MS = 3000; // the list's live refresh: two indexed queries of the first page
+const KEEP = 2000; // events a tab keeps per run (sessionStorage), enough for a long run's timeline
 const STATUSES = [...LIVE, "completed", "failed", "cancelled"];
 const main = document.getElementById("main");
 const statusLine = document.getElementById("status");
@@ -19,6 +21,7 @@ function h(tag, attrs, ...children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "style") for (const [name, v] of Object.entries(value)) el.style.setProperty(name, v); // CSSOM: allowed by the CSP
     else if (key === "class") el.className = value;
     else el.setAttribute(key, value === true ? "" : value);
   }
@@ -90,43 +93,68 @@ async function listPage(query) {
     select("agent", "Agent", agents, "any"),
     h("label", {}, "Thread", h("input", { name: "thread_id", value: filters.thread_id, autocomplete: "off" })),
     h("button", { type: "submit" }, "Filter"));
+  const idInput = h("input", { name: "run_id", autocomplete: "off", spellcheck: "false" });
+  const search = h("form", { class: "search", role: "search", "aria-label": "Find a run", onsubmit: async (event) => {
+    event.preventDefault();
+    const id = idInput.value.trim();
+    if (!id) return;
+    try {
+      await api(`runs/${encodeURIComponent(id)}`);
+      location.hash = `#/runs/${encodeURIComponent(id)}`;
+    } catch (error) {
+      say(error.status === 404 ? `No run has the id ${id}.` : `Could not look up run ${id}: ${error.message}`);
+      idInput.focus();
+    }
+  } },
+    h("label", {}, "Run id", idInput),
+    h("button", { type: "submit" }, "Find"));
   const list = h("ul", { class: "runs", "aria-label": "Runs" });
   const more = h("div");
-  show("Runs", form, list, more);
+  show("Runs", search, form, list, more);
 
   const params = new URLSearchParams();
   if (filters.agent) params.set("agent", filters.agent);
   if (filters.thread_id) params.set("thread_id", filters.thread_id);
-  try {
-    let runs = [];
-    let cursor = null;
+  const status = filters.status ? `&status=${encodeURIComponent(filters.status)}` : "";
+  const items = new Map(); // run id -> its list item, updated in place by the live refresh
+  const shown = new Map(); // run id -> the run as last shown
+  const tally = () => {
+    const waiting = [...shown.values()].filter((run) => run.status === "interrupted").length;
+    return shown.size ? `${shown.size} run(s), ${waiting} waiting for an answer` : "No runs match.";
+  };
+  // The first page: the interrupted ones first (they wait for someone), then the newest.
+  const firstPage = async () => {
     if (!filters.status) {
-      // The interrupted ones first: they wait for someone.
-      const waiting = await api(`runs?${params}&status=interrupted&limit=200`);
-      const all = await api(`runs?${params}`);
+      const [waiting, all] = await Promise.all([api(`runs?${params}&status=interrupted&limit=200`), api(`runs?${params}`)]);
       const ids = new Set(waiting.runs.map((run) => run.id));
-      runs = [...waiting.runs, ...all.runs.filter((run) => !ids.has(run.id))];
-      cursor = all.next_cursor;
-    } else {
-      const page = await api(`runs?${params}&status=${encodeURIComponent(filters.status)}`);
-      runs = page.runs;
-      cursor = page.next_cursor;
+      return { runs: [...waiting.runs, ...all.runs.filter((run) => !ids.has(run.id))], cursor: all.next_cursor };
     }
-    const seen = new Set(runs.map((run) => run.id));
-    list.append(...runs.map(runItem));
-    const waiting = runs.filter((run) => run.status === "interrupted").length;
-    say(runs.length ? `${runs.length} run(s), ${waiting} waiting for an answer` : "No runs match.");
+    const page = await api(`runs?${params}${status}`);
+    return { runs: page.runs, cursor: page.next_cursor };
+  };
+  try {
+    const { runs, cursor } = await firstPage();
+    for (const run of runs) {
+      const item = runItem(run);
+      items.set(run.id, item);
+      shown.set(run.id, run);
+      list.append(item);
+    }
+    say(tally());
     const moreButton = (next) =>
       h("button", { type: "button", onclick: async (event) => {
         try {
-          const status = filters.status ? `&status=${encodeURIComponent(filters.status)}` : "";
           const page = await api(`runs?${params}${status}&cursor=${encodeURIComponent(next)}`);
-          const fresh = page.runs.filter((run) => !seen.has(run.id));
-          fresh.forEach((run) => seen.add(run.id));
-          const items = fresh.map(runItem);
-          list.append(...items);
+          const fresh = page.runs.filter((run) => !items.has(run.id));
+          const added = fresh.map((run) => {
+            const item = runItem(run);
+            items.set(run.id, item);
+            shown.set(run.id, run);
+            return item;
+          });
+          list.append(...added);
           event.target.replaceWith(page.next_cursor ? moreButton(page.next_cursor) : "");
-          if (items.length) items[0].querySelector("a").focus(); // the button is gone: keep the place
+          if (added.length) added[0].querySelector("a").focus(); // the button is gone: keep the place
           say(`${fresh.length} more run(s)`);
         } catch (error) {
           say(`Could not list more runs: ${error.message}`);
@@ -135,7 +163,56 @@ async function listPage(query) {
     if (cursor) more.append(moreButton(cursor));
   } catch (error) {
     say(`Could not list the runs: ${error.message}`);
+    return;
   }
+
+  // Live: every few seconds while the list shows and the tab is visible, the first page again
+  // (two indexed queries): new runs come in at the top, changed ones are updated where they are.
+  const refresh = async () => {
+    if (!list.isConnected) return;
+    if (document.visibilityState === "visible") {
+      try {
+        const { runs } = await firstPage();
+        if (!list.isConnected) return;
+        const added = [];
+        let changed = false;
+        for (const run of runs) {
+          const before = shown.get(run.id);
+          shown.set(run.id, run);
+          if (!before) {
+            const item = runItem(run);
+            items.set(run.id, item);
+            added.push([run, item]);
+          } else if (before.version !== run.version) {
+            updateItem(items.get(run.id), run);
+            changed = true;
+          }
+        }
+        // New ones: the interrupted above everything, the others above the older ones.
+        const firstOther = [...list.children].find((li) => !li.classList.contains("interrupted"));
+        for (const [run, item] of added.reverse()) {
+          if (run.status === "interrupted" || filters.status) list.prepend(item);
+          else list.insertBefore(item, firstOther || null); // after the interrupted ones
+        }
+        if (added.length) say(`${added.length} new run(s); ${tally()}`);
+        else if (changed) say(tally());
+      } catch {
+        // the next refresh tries again; the list stays as it is meanwhile
+      }
+    }
+    setTimeout(refresh, LIST_REFRESH_MS);
+  };
+  setTimeout(refresh, LIST_REFRESH_MS);
+}
+
+// A run's item, changed in place: the focus and the reader's place stay where they are.
+function updateItem(item, run) {
+  if (!item) return;
+  item.className = run.status;
+  item.querySelector("a").textContent = run.interrupt ? `${run.agent}: ${run.interrupt.name}` : run.agent;
+  const badge = item.querySelector(".badge");
+  badge.className = `badge ${run.status}`;
+  badge.textContent = run.status;
 }
 
 function runItem(run) {
@@ -161,13 +238,27 @@ async function runPage(id) {
   const answer = h("section", { "aria-labelledby": "answer-title" });
   const events = h("ol", { class: "events", "aria-label": "Events" });
   const live = h("p", { class: "live" });
+  const timeline = h("div", { class: "tl-box" });
   show(`Run ${run.id}`, facts, answer,
+    h("section", { "aria-labelledby": "timeline-title" }, h("h2", { id: "timeline-title" }, "Timeline"), timeline),
     h("section", { "aria-labelledby": "events-title" }, h("h2", { id: "events-title" }, "Events"), live, events));
+  const view = Timeline.view(h);
+  timeline.append(view.el);
+  let drawn = false;
+  const draw = () => {
+    if (drawn) return;
+    drawn = true;
+    requestAnimationFrame(() => {
+      drawn = false;
+      if (timeline.isConnected) view.update(Timeline.build(kept), Date.now());
+    });
+  };
 
   const key = `agent-unit:events:${run.id}`;
   const stored = JSON.parse(sessionStorage.getItem(key) || "[]");
-  const kept = stored.slice(-500);
+  const kept = stored.slice(-KEEP);
   kept.forEach((event) => events.append(eventItem(event)));
+  draw();
   let after = kept.length ? kept[kept.length - 1].seq : 0;
 
   let asked = null; // the interrupt the form is for: a refresh keeps what the user typed
@@ -205,13 +296,14 @@ async function runPage(id) {
     }
     const event = { seq, data };
     kept.push(event);
-    if (kept.length > 500) kept.shift();
+    if (kept.length > KEEP) kept.shift();
     try {
       sessionStorage.setItem(key, JSON.stringify(kept));
     } catch {
       // storage full or disabled: the page still works, a reload just starts after nothing
     }
     events.append(eventItem(event));
+    draw();
     return data;
   };
   const connect = () => {
@@ -236,6 +328,8 @@ async function runPage(id) {
   };
   if (LIVE.includes(run.status)) {
     connect();
+    // Running bars and waits grow while nothing arrives: redraw each second while the page shows this run.
+    const tick = setInterval(() => (timeline.isConnected ? draw() : clearInterval(tick)), 1000);
     return;
   }
   // An ended run: its remaining events once (a stream without follow ends by itself).
@@ -278,10 +372,40 @@ function renderFacts(section, run) {
     h("h2", { id: "facts" }, "Summary"),
     h("dl", { class: "facts" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
     h("details", {}, h("summary", {}, "Input"), h("pre", {}, json(run.input))),
-    run.output !== null && run.output !== undefined ? [h("h2", {}, "Output"), h("pre", {}, json(run.output))] : [],
-    run.error ? [h("h2", {}, "Error"), h("pre", { role: "alert" }, `${run.error.type}: ${run.error.message}${run.error.step ? ` (in step ${run.error.step})` : ""}`)] : [],
+    run.output !== null && run.output !== undefined ? [h("h2", {}, "Output"), outputView(run.output)] : [],
+    run.error ? [h("h2", {}, "Error"), errorView(run.error)] : [],
     buttons,
   ].flat()); // replaceChildren takes nodes, not arrays: an array would be shown as its text
+}
+
+// The output: text as text; JSON as a tree whose objects and arrays fold (details), and its raw text.
+function outputView(value) {
+  if (typeof value === "string") return h("pre", { class: "output" }, value);
+  if (value === null || typeof value !== "object") return h("pre", { class: "output" }, json(value));
+  return h("div", { class: "output" },
+    h("div", { class: "json-tree" }, jsonTree(value, null)),
+    h("details", {}, h("summary", {}, "As JSON text"), h("pre", { class: "raw" }, json(value))));
+}
+
+function jsonTree(value, key) {
+  const name = key === null ? [] : [h("span", { class: "key" }, `${key}: `)];
+  if (value === null || typeof value !== "object") {
+    return h("div", { class: "leaf" }, name, h("span", { class: `v ${value === null ? "null" : typeof value}` }, JSON.stringify(value)));
+  }
+  const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+  const size = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+  return h("details", { open: true }, h("summary", {}, name, size),
+    h("div", { class: "children" }, entries.map(([k, v]) => jsonTree(v, k))));
+}
+
+// A failed run's error: its type and message, the step, and the user's own frames (innermost last).
+function errorView(error) {
+  const frames = error.frames || [];
+  return h("div", { class: "run-error", role: "alert" },
+    h("p", {}, h("strong", {}, error.type), `: ${error.message}`, error.step ? ` (in step ${error.step})` : ""),
+    frames.length ? h("ol", { class: "frames", "aria-label": "Where it was raised" }, frames.map((frame) =>
+      h("li", {}, h("code", {}, `${frame.file}:${frame.line ?? "?"}`), ` in ${frame.function}`,
+        frame.code ? h("pre", {}, frame.code) : []))) : []);
 }
 
 async function act(run, action) {
