@@ -277,7 +277,7 @@ def test_a_failed_runs_error_shows_its_type_message_and_the_frames_of_the_users_
     expect(error).to_contain_text("KeyError: 'missing'")
     frames = page.get_by_role("list", name="Where it was raised").get_by_role("listitem")
     expect(frames).to_have_count(1)
-    expect(frames.first).to_contain_text("tests/inbox_agents.py:")  # relative to the server's working directory
+    expect(frames.first).to_contain_text("tests/support/inbox_agents.py:")  # relative to the server's working directory
     expect(frames.first).to_contain_text('return str(totals["missing"])')
     assert "agent_unit" not in (page.locator(".frames").text_content() or "")
     expect(row(page, "end Failed")).to_contain_text("")
