@@ -206,7 +206,7 @@ class _AgUi:
                         usage = None
                         if stored.get("type") in _ENDS and "usage" not in stored:
                             # Saved with the event: the run's usage as it parked, failed or was cancelled.
-                            now = await self.engine.store.load_run(record.id)
+                            now = await self.engine.find(record.id)
                             usage = agui_usage(now.usage) if now is not None else None
                         for event in translate(stored, usage):
                             yield message(dumps(event))
