@@ -244,13 +244,19 @@ class RunEngine(RunReads):
                 f"agent {agent!r} cannot run until its file is fixed: {broken.message}", details=broken.details
             )
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        """Create a run and execute it; with ``wait``, return once it parks or ends."""
-        self.check_agent(agent)
-        definition = self.agents.get(agent)
+    def agent(self, name: str) -> Agent:
+        """The agent a run of ``name`` would run: ``AgentBroken`` (503) if its file does not load,
+        ``AgentNotFound`` (404, naming the agents there are) if there is none."""
+        self.check_agent(name)
+        definition = self.agents.get(name)
         if definition is None:
             known = ", ".join(sorted(self.agents)) or "none"
-            raise AgentNotFound(f"no agent named {jsontext.shown(agent)} (agents: {known})")
+            raise AgentNotFound(f"no agent named {jsontext.shown(name)} (agents: {known})")
+        return definition
+
+    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+        """Create a run and execute it; with ``wait``, return once it parks or ends."""
+        definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
         now = self.clock.time()
