@@ -48,6 +48,7 @@ from .execution import Execution
 from .ids import new_id
 from .owners import owner_is_gone, process_owner
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
+from .reads import RunReads
 from .records import (
     FINISHED,
     ErrorFrame,
@@ -61,6 +62,7 @@ from .records import (
     record_usage,
 )
 from .run import Run, active_run
+from .scheduler import Scheduler
 from .stores import Store, open_store
 from .tail import EventTail
 from .tracebacks import user_frames
@@ -118,7 +120,7 @@ async def _maybe_await(value: Awaitable[None] | None) -> None:
         await value
 
 
-class RunEngine:
+class RunEngine(RunReads):
     """Starts, executes, parks, wakes and recovers runs over one store.
 
     ``budget``: yield at the next step boundary after this long and continue in a fresh
@@ -131,6 +133,9 @@ class RunEngine:
     ``broken``: agents of the project whose file does not load (``agent-unit dev`` serves the
     others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
     raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
+    What a protocol reads besides ``get``, ``list`` and ``events`` (a run's last seq, its
+    journaled values, a health ping) is in :class:`~agent_unit.reads.RunReads`: nothing
+    above the engine reads its ``store``.
     """
 
     def __init__(
@@ -179,7 +184,7 @@ class RunEngine:
     # -- reading -------------------------------------------------------------------------
 
     async def get(self, run_id: str) -> RunRecord:
-        record = await self.store.load_run(run_id) if jsontext.storable_name(run_id) else None
+        record = await self.find(run_id)
         if record is None:
             raise RunNotFound(f"run {jsontext.shown(run_id)} does not exist")
         return record
@@ -239,13 +244,19 @@ class RunEngine:
                 f"agent {agent!r} cannot run until its file is fixed: {broken.message}", details=broken.details
             )
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        """Create a run and execute it; with ``wait``, return once it parks or ends."""
-        self.check_agent(agent)
-        definition = self.agents.get(agent)
+    def agent(self, name: str) -> Agent:
+        """The agent a run of ``name`` would run: ``AgentBroken`` (503) if its file does not load,
+        ``AgentNotFound`` (404, naming the agents there are) if there is none."""
+        self.check_agent(name)
+        definition = self.agents.get(name)
         if definition is None:
             known = ", ".join(sorted(self.agents)) or "none"
-            raise AgentNotFound(f"no agent named {jsontext.shown(agent)} (agents: {known})")
+            raise AgentNotFound(f"no agent named {jsontext.shown(name)} (agents: {known})")
+        return definition
+
+    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+        """Create a run and execute it; with ``wait``, return once it parks or ends."""
+        definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
         now = self.clock.time()
@@ -491,6 +502,11 @@ class RunEngine:
         if check is not None and not self._store_checked:
             await check()
             self._store_checked = True
+
+    def scheduler(self, tasks: Mapping[str, Any]) -> Scheduler:
+        """An in-process :class:`~agent_unit.scheduler.Scheduler` of ``tasks`` (``{name: {"schedule",
+        "handler"}}``) on this engine's clock, claiming each tick in its store."""
+        return Scheduler(tasks, self.store, clock=self.clock)
 
     def start_background(self) -> None:
         """Start the sweep loop now (a server calls this at startup, so sleepers wake on time)."""

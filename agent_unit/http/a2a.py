@@ -471,10 +471,8 @@ class _JsonRpc:
         Two reads of the store (the run's events and its journal): only where a task is answered."""
         if length == 0:
             return None
-        store = self.engine.store
-        events = [json.loads(event.data) for event in await store.read_events(record.id)]
-        journal = await store.load_journal(record.id)
-        answers = {key: json.loads(entry.value) for key, entry in journal.items() if entry.value is not None}
+        events = [json.loads(event.data) for event in await self.engine.events(record.id)]
+        answers = await self.engine.journal_values(record.id)
         messages = history(record, events, answers)
         return messages[-length:] if length is not None else messages
 

@@ -29,10 +29,8 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .. import jsontext
 from ..agent import Agent
 from ..errors import (
-    AgentNotFound,
     AgentUnitError,
     AgUiUnavailable,
     InternalError,
@@ -126,10 +124,7 @@ class _AgUi:
         thread_id = run_input.thread_id or None
         # an unknown agent is authorized as if it existed: a refusal is the same for both
         await self.gateway.authorize(request, "start", {"agent": agent, "thread_id": thread_id})
-        definition = self.gateway.agents.get(agent)
-        if definition is None:
-            self.gateway.check_agent(agent)
-            raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
+        definition = self.engine.agent(agent)  # 404 if there is none, 503 if its file does not load
         # A buffered host (Lambda) freezes once it answers: the gateway runs it until it parks, ends or yields.
         record = await self.gateway.start(agent, agent_input(definition, run_input), thread_id=thread_id)
         return self.stream(record, run_input.run_id, after=0)
@@ -206,7 +201,7 @@ class _AgUi:
                         usage = None
                         if stored.get("type") in _ENDS and "usage" not in stored:
                             # Saved with the event: the run's usage as it parked, failed or was cancelled.
-                            now = await self.engine.store.load_run(record.id)
+                            now = await self.engine.find(record.id)
                             usage = agui_usage(now.usage) if now is not None else None
                         for event in translate(stored, usage):
                             yield message(dumps(event))

@@ -23,13 +23,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from .. import env, jsontext
+from .. import env
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
 from ..env import drain
 from ..errors import (
-    AgentNotFound,
     AgentUnitError,
     BadRequest,
     HttpError,
@@ -37,7 +36,6 @@ from ..errors import (
     InvalidArgument,
     MethodNotAllowed,
     RouteNotFound,
-    StoreUnavailable,
 )
 from ..ids import is_id
 from ..records import RunRecord
@@ -247,7 +245,7 @@ def create_agent_unit(
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
 
-    scheduler = Scheduler(tasks, engine.store, clock=engine.clock) if tasks else None
+    scheduler = engine.scheduler(tasks) if tasks else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -396,13 +394,10 @@ class _Routes:
             raise
         # an unknown agent is authorized as if it existed: a refusal is the same for both
         await self.guard(request, "start", {"agent": agent, "thread_id": thread_id})
-        if agent not in self.engine.agents:
-            self.engine.check_agent(agent)  # its file does not load: 503 with the file and line
-            raise AgentNotFound(f"no agent named {jsontext.shown(agent)}: GET /agents lists them")
-        if _wants_stream(request):
+        if _wants_stream(request):  # the engine refuses an agent that is not here, or does not load
             record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id)
             return self._stream(record.id, after=0)
-        wait = _flag(request, "wait") or self.gateway.buffered  # a buffered host freezes once it answers
+        wait = self.gateway.waits(_flag(request, "wait"))
         record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, wait=wait)
         return JSONResponse(record.public(), status_code=200 if wait else 202)
 
@@ -449,7 +444,7 @@ class _Routes:
             after = await self.gateway.last_seq(record.id)
             await self.gateway.resume(record.id, body.get("answer"))
             return self._stream(record.id, after=after)
-        wait = _flag(request, "wait") or self.gateway.buffered
+        wait = self.gateway.waits(_flag(request, "wait"))
         resumed = await self.gateway.resume(record.id, body.get("answer"), wait=wait)
         return JSONResponse(
             (resumed if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202
@@ -475,13 +470,7 @@ class _Routes:
         load balancer or a container's health check whether to send traffic here, and says
         nothing about agents or runs."""
         self.engine.start_background()
-        try:  # one read of a run that never exists: a round trip on every store, no write
-            await asyncio.wait_for(self.engine.store.load_run("run_healthz"), _HEALTH_TIMEOUT)
-        except StoreUnavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 - whatever the driver raised, the store did not answer
-            log.warning("healthz: the store did not answer (%s)", type(exc).__name__)
-            raise StoreUnavailable(f"the store did not answer ({type(exc).__name__})") from None
+        await self.engine.ping(_HEALTH_TIMEOUT)  # StoreUnavailable (503) when it does not answer
         return JSONResponse({"status": "ok"})
 
     # -- internal routes -------------------------------------------------------------------

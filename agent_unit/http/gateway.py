@@ -159,19 +159,21 @@ class Gateway:
         await self.authorize(request, action, run_info(record))
         return record
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        """Start a run of ``agent`` (authorize first); ``wait``: until it parks or ends.
+    def waits(self, wait: bool) -> bool:
+        """Whether a start or resume asked to ``wait`` runs the run until it parks or ends before
+        answering: always on a buffered host, which freezes the process once it answers."""
+        return wait or self.buffered
 
-        A buffered host always waits: it freezes the process once it answers."""
-        return await self.engine.start(agent, input, thread_id=thread_id, wait=wait or self.buffered)
+    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+        """Start a run of ``agent`` (authorize first); ``wait``: until it parks or ends (see :meth:`waits`)."""
+        return await self.engine.start(agent, input, thread_id=thread_id, wait=self.waits(wait))
 
     async def resume(
         self, run_id: str, answer: Any, *, interrupt_key: str | None = None, wait: bool = False
     ) -> RunRecord:
         """Answer an interrupted run (authorize first); 422 if the answer does not fit, 409 if
-        it no longer waits (at ``interrupt_key``). A buffered host always waits."""
-        wait = wait or self.buffered
-        return await self.engine.resume(run_id, answer, wait=wait, interrupt_key=interrupt_key)
+        it no longer waits (at ``interrupt_key``); ``wait``: see :meth:`waits`."""
+        return await self.engine.resume(run_id, answer, wait=self.waits(wait), interrupt_key=interrupt_key)
 
     async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
         """Deliver a message to a run that has not ended (authorize first); 409 once it has."""
@@ -183,7 +185,7 @@ class Gateway:
 
     async def last_seq(self, run_id: str) -> int:
         """The seq of the run's last stored event: a stream started after it shows only what comes next."""
-        return await self.engine.store.last_seq(run_id)
+        return await self.engine.last_seq(run_id)
 
     # -- streams -----------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ async def read_stream(
     Last-Event-ID for more).
     """
     if once:
-        while events := await engine.store.read_events(run_id, after=after, limit=_PAGE):
+        while events := await engine.events(run_id, after=after, limit=_PAGE):
             for event in events:
                 yield event
                 after = event.seq
@@ -62,10 +62,10 @@ async def read_stream(
     idle = 0.0
     while not stop.is_set():
         waiter = engine.tail.listen(run_id)  # before reading: a write after the read still wakes us
-        record = await engine.store.load_run(run_id)  # before reading too: its status covers what we read
+        record = await engine.find(run_id)  # before reading too: its status covers what we read
         if record is None:
             return
-        events = await engine.store.read_events(run_id, after=after, limit=_PAGE)
+        events = await engine.events(run_id, after=after, limit=_PAGE)
         for event in events:
             yield event
             after = event.seq

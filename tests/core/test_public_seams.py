@@ -187,3 +187,22 @@ def test_the_check_allows_self_dunders_a_modules_own_privates_and_a_packages_pri
         "        return self._rows + other._rows + list(_cache) + [other.__class__]\n"
     )
     assert seam_violations(source, "agent_unit/stores/mine.py", "agent_unit.stores.mine") == []
+
+
+def store_reads(source: str, relative: str) -> list[int]:
+    """The lines of ``source`` that read or write a ``.store`` attribute, on anything."""
+    tree = ast.parse(source, relative)
+    return sorted({node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "store"})
+
+
+def test_no_protocol_module_reads_the_store_the_engine_is_the_only_door_to_runs() -> None:
+    problems = []
+    for path in sorted((PACKAGE / "http").rglob("*.py")):
+        relative = path.relative_to(REPO).as_posix()
+        problems += [f"{relative}:{line}" for line in store_reads(path.read_text(), relative)]
+    assert not problems, "read runs through the engine's public methods, not its store:\n" + "\n".join(problems)
+
+
+def test_the_store_check_finds_a_store_read_through_any_name() -> None:
+    source = "async def go(self, engine):\n    await engine.store.last_seq('r')\n    s = self.engine.store\n"
+    assert store_reads(source, "agent_unit/http/mine.py") == [2, 3]

@@ -125,6 +125,14 @@ BAD = [
     ("unknown field", "POST", "/agents/refund/runs", {"json": {"inputs": {}}}, 400, "bad_request"),
     ("unknown agent", "POST", "/agents/nope/runs", {"json": {"input": {}}}, 404, "agent_not_found"),
     (
+        "unknown agent, streamed",
+        "POST",
+        "/agents/nope/runs",
+        {"json": {"input": {}}, "headers": {"accept": "text/event-stream"}},
+        404,
+        "agent_not_found",
+    ),
+    (
         "input that fails the schema",
         "POST",
         "/agents/refund/runs",

@@ -238,3 +238,27 @@ async def test_every_route_answers_a_store_outage_with_503_and_retry_after(metho
     assert answer.json()["error"]["code"] == "store_unavailable"
     assert int(answer.headers["retry-after"]) >= 1  # the client is told when to try again
     await app.engine.aclose()
+
+
+async def test_a_store_that_accepts_connections_but_never_answers_fails_the_health_ping_in_its_seconds() -> None:
+    """A hung store (a frozen server, a black-holed route) fails the engine's ping, which ``/healthz``
+    answers 503 with, after the ping's seconds, not the driver's own timeouts (10 s for redis)."""
+    stop = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await stop.wait()  # reads nothing, answers nothing
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    app = create_agent_unit(AGENTS, store=f"redis://127.0.0.1:{port}/0", background_sweep=False)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="did not answer"):
+            await app.engine.ping(0.5)
+        assert time.monotonic() - started < 3
+    finally:
+        stop.set()
+        await app.engine.aclose()
+        server.close()
+        await server.wait_closed()
