@@ -14,13 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit.testing.adapters import SCENARIOS, Scenario
+from agent_unit.testing.adapters import SCENARIOS, AdapterSuite, Scenario
 
 from ..support.adapter_suites import FRAMEWORKS, SUITES
 
 pytestmark = pytest.mark.slow  # servers and killed processes
 
 HERE = [name for name in SUITES if name != "strands"]
+
+# A third-party adapter, as its own tests run the suite: its adapter named, not built in.
+CHAT = AdapterSuite(
+    agents="tests.support.chat_agents:AGENTS",
+    approval="support",
+    approval_input="refund my order",
+    crash="charger",
+    crash_input="charge me",
+    adapters=("tests.support.echo_framework:chat_adapter",),
+)
 
 
 def _installed(module: str) -> bool:
@@ -59,3 +69,8 @@ async def test_conformance(adapter: str, scenario: Scenario, tmp_path: Path) -> 
             pytest.fail(message)
         pytest.skip(message)
     await scenario(SUITES[adapter], tmp_path)
+
+
+@pytest.mark.parametrize("scenario", CHAT.scenarios(), ids=lambda scenario: scenario.__name__)
+async def test_a_third_party_adapter_runs_the_same_scenarios(scenario: Scenario, tmp_path: Path) -> None:
+    await scenario(CHAT, tmp_path)
