@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,11 +20,9 @@ from agent_unit.records import record_usage
 from agent_unit.run import RunState
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
-from agent_unit.testing import EffectKit, TestUnit, assert_adapter, create_test_unit
+from agent_unit.testing import TestUnit, create_test_unit
 
 from ..support import langgraph_fixtures as fixtures
-from ..support.crash import recover, start_and_kill
-from ..support.server import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 AGUI = TypeAdapter(Event)
@@ -235,51 +232,6 @@ async def test_a_static_breakpoint_pauses_under_the_next_node() -> None:
 # -- over HTTP and across a crash -----------------------------------------------------------
 
 
-def test_an_approval_survives_a_restart_of_a_real_server(tmp_path: Path) -> None:
-    from agent_unit.client import SyncAgentClient
-
-    effects = tmp_path / "effects.txt"
-    env = {"TEST_AGENTS": "tests.support.langgraph_fixtures:AGENTS", "EFFECTS_FILE": str(effects)}
-    server = Server(f"sqlite:///{tmp_path / 'runs.db'}", env=env).start()
-    try:
-        with SyncAgentClient(server.url) as agents:
-            events = list(agents.run("approval", {"items": ["o_1"]}))
-            assert events[-1].type == "RUN_INTERRUPTED" and events[-1].data["interrupt"]["name"] == "approve"
-            run_id = events[-1].data["runId"]
-        server.restart()
-        with SyncAgentClient(server.url) as agents:
-            assert agents.get(run_id).status == "interrupted"
-            finished = list(agents.resume(run_id, True))
-            assert finished[-1].type == "RUN_FINISHED"
-            steps = [event.data["stepName"] for event in finished if event.type == "STEP_STARTED"]
-            assert steps == ["approve", "charge"]
-            assert agents.get(run_id).output["items"] == ["o_1", "prepared", "answer True", "charged"]
-    finally:
-        server.stop()
-    assert kinds(effects.read_text().splitlines()) == ["prepare", "approve", "approve", "charge"]
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-async def test_sigkill_inside_a_node_reruns_only_that_node_with_the_same_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db, effects, marker = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker"
-    env = {"EFFECTS_FILE": str(effects), "HANG_IN_NODE_TWO": "1"}
-    run_id = await start_and_kill(
-        db, "tests.support.langgraph_fixtures:AGENTS", "crashable", {"items": []}, marker=marker, env=env
-    )
-    monkeypatch.setenv("EFFECTS_FILE", str(effects))
-    done = await recover(fixtures.AGENTS, db, run_id)
-
-    assert done.status == RunStatus.completed and done.attempt == 2, done.error
-    assert done.output == {"items": ["one", "two"]}
-    lines = effects.read_text().splitlines()
-    assert kinds(lines) == ["one", "two-start", "two-start", "two-done"]  # node one never runs again
-    two_keys = {line.split()[1] for line in lines if line.startswith("two-")}
-    assert len(two_keys) == 1  # the re-run of node two kept its idempotency key
-    assert lines[0].split()[1] not in two_keys
-
-
 # -- state --------------------------------------------------------------------------------
 
 
@@ -316,38 +268,6 @@ async def test_a_second_run_on_the_thread_continues_its_state() -> None:
 
 
 # -- the adapter check --------------------------------------------------------------------
-
-
-async def test_assert_adapter_passes_for_langgraph() -> None:
-    from langgraph.types import interrupt
-
-    def plain(kit: EffectKit) -> Any:
-        def load(state: fixtures.Order) -> fixtures.Order:
-            kit.effect("load")
-            return {"items": ["loaded"]}
-
-        def charge(state: fixtures.Order) -> fixtures.Order:
-            kit.effect("charge")
-            return {"items": ["charged"]}
-
-        return fixtures.chain(("load", load), ("charge", charge))
-
-    def pausing(kit: EffectKit) -> Any:
-        def approve(state: fixtures.Order) -> fixtures.Order:
-            return {"items": [interrupt("approve?")]}
-
-        def refund(state: fixtures.Order) -> fixtures.Order:
-            kit.effect("refund")
-            return {"items": ["refunded"]}
-
-        return fixtures.chain(("approve", approve), ("refund", refund))
-
-    await assert_adapter(
-        adapter=langgraph_adapter,
-        agent=plain,
-        input={"items": []},
-        pause={"agent": pausing, "answer": True},
-    )
 
 
 # -- the checkpointer ------------------------------------------------------------------------

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from ag_ui.core import Event
 from pydantic import TypeAdapter
@@ -17,17 +15,13 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_unit import RunStatus, use_run
-from agent_unit.adapters.pydantic_ai import adapter
 from agent_unit.errors import InvalidAnswer, InvalidInput
 from agent_unit.records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
-from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
+from agent_unit.testing import create_test_unit
 
 from ..support import pydantic_ai_fixtures as fixtures
-from ..support.approval_events import assert_the_call_is_shown_before_the_park_and_once
-from ..support.crash import recover, start_and_kill
-from ..support.server import Server
 
 EVENT = TypeAdapter(Event)
 
@@ -150,27 +144,6 @@ async def test_approval_survives_a_restart_and_repeats_nothing(tmp_path: Path, f
     assert done.usage[0]["input_tokens"] > 0
 
 
-async def test_the_call_waiting_for_approval_is_shown_before_the_park_and_once() -> None:
-    async with create_test_unit(fixtures.AGENTS) as unit:
-        parked = await unit.run("support", "refund my order")
-        done = await unit.resume(parked.id, True)
-        assert done.status == RunStatus.completed
-        events = await unit.events(parked.id)
-        validated([event for event in events if event["type"] != "RUN_INTERRUPTED"])  # agent-unit's own
-        assert_the_call_is_shown_before_the_park_and_once(
-            events, call_id="call_1", tool="refund", arguments={"order_id": "o_1"}
-        )
-        declined = await unit.run("support", "refund my order")
-        await unit.resume(declined.id, False)
-        assert_the_call_is_shown_before_the_park_and_once(
-            await unit.events(declined.id),
-            call_id="call_1",
-            tool="refund",
-            arguments={"order_id": "o_1"},
-            approved=False,
-        )
-
-
 async def test_a_declined_approval_runs_nothing_and_the_model_is_told(fresh_log: list[str]) -> None:
     async with create_test_unit(fixtures.AGENTS) as unit:
         parked = await unit.run("support", "refund my order")
@@ -257,73 +230,6 @@ async def test_parallel_tool_calls_are_each_journaled_once(tmp_path: Path) -> No
     assert sorted(effects) == [
         f"a {idempotency_key(done.id, 'tool:ship#call_a')}",
         f"b {idempotency_key(done.id, 'tool:ship#call_b')}",
-    ]
-
-
-async def test_assert_adapter_passes_for_the_pydantic_ai_adapter() -> None:
-    def agent(kit: EffectKit) -> Agent[None, str]:
-        built = Agent(fixtures._scripted("kit", "charge", {"amount": 1}))
-
-        @built.tool_plain
-        def charge(amount: int) -> str:
-            kit.effect(f"charge {amount}")
-            return "charged"
-
-        return built
-
-    def pausing(kit: EffectKit) -> Agent[None, str]:
-        built = Agent(fixtures._scripted("kit", "refund", {"order_id": "o_9"}))
-
-        @built.tool_plain(requires_approval=True)
-        def refund(order_id: str) -> str:
-            kit.effect(f"refund {order_id}")
-            return "refunded"
-
-        return built
-
-    await assert_adapter(adapter=adapter, agent=agent, input="go", pause={"agent": pausing, "answer": True})
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and SIGKILL")
-def test_approval_survives_a_restart_of_the_http_server(tmp_path: Path) -> None:
-    effects = tmp_path / "effects.txt"
-    server = Server(
-        f"sqlite:///{tmp_path / 'runs.db'}",
-        env={"TEST_AGENTS": "tests.support.pydantic_ai_fixtures:AGENTS", "EFFECTS_FILE": str(effects)},
-    ).start()
-    try:
-        manifest = httpx.get(f"{server.url}/agents").json()
-        assert {agent["name"]: agent["framework"] for agent in manifest["agents"]}["support"] == "pydantic-ai"
-        parked = httpx.post(f"{server.url}/agents/support/runs?wait=1", json={"input": "refund"}, timeout=30).json()
-        assert parked["status"] == "interrupted" and parked["interrupt"]["name"] == "tool-approval"
-        server.restart()
-        done = httpx.post(f"{server.url}/runs/{parked['id']}/resume?wait=1", json={"answer": True}, timeout=30).json()
-        assert done["status"] == "completed" and done["output"] == "done: refunded o_1"
-        events = httpx.get(f"{server.url}/runs/{parked['id']}/events", timeout=30).text
-        assert "TOOL_CALL_RESULT" in events and "TEXT_MESSAGE_CONTENT" in events
-    finally:
-        server.stop()
-    key = idempotency_key(parked["id"], "tool:refund#call_1")
-    assert effects.read_text().splitlines() == ["model support 1", f"refund o_1 {key}", "model support 3"]
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-async def test_sigkill_mid_tool_recovers_with_the_same_key_and_no_repeated_model_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db, effects, marker = tmp_path / "runs.db", tmp_path / "effects.txt", tmp_path / "marker"
-    agents = "tests.support.pydantic_ai_fixtures:AGENTS"
-    run_id = await start_and_kill(db, agents, "charger", "charge", marker=marker, env={"EFFECTS_FILE": str(effects)})
-    monkeypatch.setenv("EFFECTS_FILE", str(effects))
-    done = await recover(fixtures.AGENTS, db, run_id)
-    assert done.status == RunStatus.completed and done.output == "done: charged 42"
-    key = idempotency_key(run_id, "tool:charge#call_1")
-    assert effects.read_text().splitlines() == [
-        "model charger 1",
-        f"charge-start {key}",  # killed here
-        f"charge-start {key}",  # re-run on recovery, with the same key
-        f"charge-done {key}",
-        "model charger 3",  # the first model call was not repeated
     ]
 
 

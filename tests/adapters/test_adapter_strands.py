@@ -6,7 +6,6 @@ Every model here is scripted (tests/support/strands_fixtures.py): nothing touche
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +22,14 @@ from strands.hooks import BeforeToolCallEvent, BeforeToolsEvent
 from agent_unit import RunStatus, use_run
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.adapters.strands import adapter
-from agent_unit.client import SyncAgentClient
 from agent_unit.records import record_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
-from agent_unit.testing import EffectKit, assert_adapter, create_test_unit
+from agent_unit.testing import create_test_unit
+from agent_unit.testing.adapters import Scenario
 
-from ..support.crash import recover, start_and_kill
-from ..support.server import Server
+from ..support.adapter_suites import SUITES
 from ..support.strands_fixtures import (
-    AGENTS,
     Block,
     Messages,
     ScriptedModel,
@@ -186,52 +183,6 @@ async def test_a_declined_call_is_cancelled_even_when_the_hook_ignores_the_answe
     assert effects == [] and done.output == "done: Tool call declined by a human."
 
 
-def test_approval_across_a_real_server_restart(tmp_path: Path) -> None:
-    effects, calls = tmp_path / "effects.txt", tmp_path / "calls.txt"
-    environment = {
-        "TEST_AGENTS": "tests.support.strands_fixtures:AGENTS",
-        "EFFECTS_FILE": str(effects),
-        "MODEL_CALLS_FILE": str(calls),
-    }
-    server = Server(f"sqlite:///{tmp_path / 'runs.db'}", env=environment).start()
-    try:
-        with SyncAgentClient(server.url) as client:
-            events = [event.data for event in client.run("refund", {"prompt": "refund my order"})]
-            assert events[-1]["type"] == "RUN_INTERRUPTED"
-            assert events[-1]["interrupt"]["payload"]["tool"] == "refund"
-            run_id = events[-1]["runId"]
-        server.restart()  # a new process over the same store
-        with SyncAgentClient(server.url) as client:
-            finished = [event.data for event in client.resume(run_id, True)]
-            assert finished[-1]["type"] == "RUN_FINISHED" and finished[-1]["result"] == "done: refunded o_1"
-            assert client.get(run_id).output == "done: refunded o_1"
-    finally:
-        server.stop()
-    assert len(calls.read_text().splitlines()) == 2  # one model call before the restart, one after
-    assert effects.read_text().splitlines() == [f"refund o_1 {idempotency_key(run_id, 'tool:refund#call_1')}"]
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-async def test_sigkill_inside_a_tool_call_reruns_only_that_tool_under_the_same_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db, effects, calls, marker = (tmp_path / name for name in ("runs.db", "effects.txt", "calls.txt", "marker"))
-    files = {"EFFECTS_FILE": str(effects), "MODEL_CALLS_FILE": str(calls)}
-    env = {**files, "HANG_IN_TOOL": "1"}
-    run_id = await start_and_kill(
-        db, "tests.support.strands_fixtures:AGENTS", "crashable", "charge my card", marker=marker, env=env
-    )
-    assert len(calls.read_text().splitlines()) == 1
-    for name, value in files.items():
-        monkeypatch.setenv(name, value)
-    done = await recover(AGENTS, db, run_id)
-
-    assert done.status == RunStatus.completed and done.output == "done: charged 5" and done.attempt == 2
-    key = idempotency_key(run_id, "tool:charge#call_c")
-    assert effects.read_text().splitlines() == [f"charge-start {key}", f"charge-start {key}", f"charge-done {key}"]
-    assert len(calls.read_text().splitlines()) == 2  # the call that asked for the tool was not repeated
-
-
 async def test_parallel_tool_calls_are_each_journaled_once_under_their_own_key(tmp_path: Path) -> None:
     effects: list[str] = []
 
@@ -351,35 +302,6 @@ async def test_concurrent_runs_of_one_agent_each_keep_their_own_conversation() -
     assert (first.output, second.output) == ("you said hello", "you said hi")
 
 
-async def test_assert_adapter_passes() -> None:
-    models: list[ScriptedModel] = []
-
-    def make(kit: EffectKit, approve: bool) -> Agent:
-        @tool
-        def refund(order_id: str) -> str:
-            """Refund an order.
-
-            Args:
-                order_id: the order
-            """
-            kit.effect(f"refund {order_id} {use_run().idempotency_key()}")
-            return f"refunded {order_id}"
-
-        models.append(ScriptedModel(refund_script))
-        agent = refund_agent(models[-1], approve=approve)
-        agent.tool_registry.register_tool(refund)  # replaces the fixture's refund with the kit's
-        return agent
-
-    await assert_adapter(
-        adapter=adapter,
-        agent=lambda kit: make(kit, False),
-        input="refund my order",
-        pause={"agent": lambda kit: make(kit, True), "answer": True},
-    )
-    # run to the end (2 calls), replay it (none); pause (1 call), resume after a restart (1 call)
-    assert [len(model.calls) for model in models] == [2, 0, 1, 1]
-
-
 async def test_a_different_request_on_replay_is_a_clear_error() -> None:
     model = ScriptedModel(refund_script)
     unit = create_test_unit({"support": refund_agent(model)}, adapters=[])
@@ -392,3 +314,12 @@ async def test_a_different_request_on_replay_is_a_clear_error() -> None:
     assert failed.status == RunStatus.failed and failed.error is not None
     assert "model:scripted#0 was asked something different on replay" in failed.error.message
     assert len(model.calls) == 1
+
+
+# -- the adapter conformance suite (tests/adapters/test_conformance.py), from this environment ----
+
+
+@pytest.mark.slow  # servers and killed processes
+@pytest.mark.parametrize("scenario", SUITES["strands"].scenarios(), ids=lambda scenario: scenario.__name__)
+async def test_conformance(scenario: Scenario, tmp_path: Path) -> None:
+    await scenario(SUITES["strands"], tmp_path)

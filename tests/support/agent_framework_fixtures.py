@@ -8,7 +8,6 @@ survives the process that made it (a killed child, a restarted server).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -28,6 +27,7 @@ from agent_framework import (
 )
 
 from agent_unit import use_run
+from agent_unit.testing import adapters as conformance
 
 Script = Callable[[Sequence[Message]], Message]
 
@@ -78,6 +78,7 @@ class ScriptedClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], Bas
             raise NotImplementedError("this client does not stream")
         self.calls.append(list(messages))
         _append("MODEL_CALLS_FILE", f"{self.model} {len(messages)}")
+        conformance.model_called(f"{self.model} {len(messages)}")
         message = self.script(messages)
         usage = {"input_token_count": 10, "output_token_count": 5, "total_token_count": 15}
         if not stream:
@@ -119,6 +120,7 @@ def refund_agent(client: ScriptedClient, effects: list[str] | None = None, *, ap
     def refund(order_id: str) -> str:
         """Refund an order."""
         effect(f"refund {order_id} {use_run().idempotency_key()}", effects)
+        conformance.effect(f"refund {order_id}")
         return f"refunded {order_id}"
 
     return Agent(client, "You refund orders.", name="support", description="Refunds orders.", tools=[refund])
@@ -136,12 +138,8 @@ def charge_script(messages: Sequence[Message]) -> Message:
 @tool
 async def charge(amount: int) -> str:
     """Charge the card."""
-    key = use_run().idempotency_key()
-    effect(f"charge-start {key}")
-    if os.environ.get("HANG_IN_TOOL"):
-        Path(os.environ["HANG_MARKER"]).write_text("in the tool")
-        await asyncio.sleep(3600)
-    effect(f"charge-done {key}")
+    await conformance.crash_point()  # the conformance suite kills the process here
+    conformance.effect(f"charge {amount}")
     return f"charged {amount}"
 
 

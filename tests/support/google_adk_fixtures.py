@@ -7,7 +7,6 @@ is restarted or killed.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from google.genai import types
 from pydantic import BaseModel
 
 from agent_unit import use_run
+from agent_unit.testing import adapters as conformance
 
 LOG: list[str] = []
 
@@ -46,6 +46,7 @@ class ScriptedLlm(BaseLlm):
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
         record(f"model {self.label} {len(llm_request.contents)}")
+        conformance.model_called(f"{self.label} {len(llm_request.contents)}")
         parts: list[types.Part] = self.script(llm_request)
         usage = types.GenerateContentResponseUsageMetadata(
             prompt_token_count=10, candidates_token_count=5, total_token_count=15
@@ -88,6 +89,7 @@ def scripted(label: str, tool: str, arguments: dict[str, Any], call_id: str | No
 def refund(order_id: str) -> str:
     """Refunds an order."""
     record(f"refund {order_id} {use_run().idempotency_key()}")
+    conformance.effect(f"refund {order_id}")
     return f"refunded {order_id}"
 
 
@@ -99,16 +101,13 @@ support = Agent(
 )
 
 
-# -- a charge that a test kills the process in the middle of ---------------------------------
+# -- a charge that the conformance suite kills the process in the middle of ---------------------------------
 
 
 async def charge(amount: int) -> str:
     """Charges an amount."""
-    record(f"charge-start {use_run().idempotency_key()}")
-    if marker := os.environ.get("HANG_MARKER"):
-        Path(marker).write_text("in the tool")
-        await asyncio.sleep(3600)
-    record(f"charge-done {use_run().idempotency_key()}")
+    await conformance.crash_point()  # the conformance suite kills the process here
+    conformance.effect(f"charge {amount}")
     return f"charged {amount}"
 
 

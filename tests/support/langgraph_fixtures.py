@@ -7,7 +7,6 @@ executions with a list. ``AGENTS`` (for child processes) append to the file name
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import os
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict  # pydantic describes typing's TypedDict only from Python 3.12
 
 from agent_unit import use_run
+from agent_unit.testing import adapters as conformance
 
 Effect = Callable[[str], None]
 
@@ -33,10 +33,11 @@ class Order(TypedDict, total=False):
 
 
 def file_effect(line: str) -> None:
-    with Path(os.environ["EFFECTS_FILE"]).open("a") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    if path := os.environ.get("EFFECTS_FILE"):
+        with Path(path).open("a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def chain(*nodes: tuple[str, Callable[..., Any]], **compile: Any) -> CompiledStateGraph:
@@ -56,6 +57,7 @@ def approval(effect: Effect, *, checkpointer: BaseCheckpointSaver | None = None)
 
     def prepare(state: Order) -> Order:
         effect("prepare")
+        conformance.model_called("prepare")  # the node before the pause stands in for a model call
         return {"items": ["prepared"]}
 
     def approve(state: Order) -> Order:
@@ -65,6 +67,7 @@ def approval(effect: Effect, *, checkpointer: BaseCheckpointSaver | None = None)
 
     def charge(state: Order) -> Order:
         effect(f"charge {use_run().idempotency_key()}")
+        conformance.effect("charge")
         return {"items": ["charged"]}
 
     return chain(("prepare", prepare), ("approve", approve), ("charge", charge), checkpointer=checkpointer)
@@ -138,18 +141,18 @@ def asking_loop(effect: Effect, rounds: int = 2) -> CompiledStateGraph:
 
 
 def crashable(effect: Effect) -> CompiledStateGraph:
-    """Node two hangs (in the process that will be killed) after recording its start."""
+    """Node two is where the conformance suite kills the process."""
 
     def one(state: Order) -> Order:
         effect(f"one {use_run().idempotency_key()}")
+        conformance.model_called("one")  # the node before the tool stands in for a model call
         return {"items": ["one"]}
 
     async def two(state: Order) -> Order:
         effect(f"two-start {use_run().idempotency_key()}")
-        if os.environ.get("HANG_IN_NODE_TWO"):
-            Path(os.environ["HANG_MARKER"]).write_text("in node two")
-            await asyncio.sleep(3600)
+        await conformance.crash_point()  # the conformance suite kills the process here
         effect(f"two-done {use_run().idempotency_key()}")
+        conformance.effect("two")
         return {"items": ["two"]}
 
     return chain(("one", one), ("two", two))

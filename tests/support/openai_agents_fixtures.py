@@ -8,7 +8,6 @@ process that made it (a killed child, a restarted server).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Callable
@@ -22,6 +21,7 @@ from openai.types.responses.response_reasoning_item import ResponseReasoningItem
 from pydantic import BaseModel
 
 from agent_unit import use_run
+from agent_unit.testing import adapters as conformance
 
 set_tracing_disabled(True)  # offline: no trace export
 
@@ -88,6 +88,7 @@ class ScriptedModel(Model):
         items: Items = [{"role": "user", "content": input}] if isinstance(input, str) else [_dict(i) for i in input]
         self.calls.append(items)
         _append("MODEL_CALLS_FILE", f"{self.model} {len(items)}")
+        conformance.model_called(f"{self.model} {len(items)}")
         usage = Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15)
         return ModelResponse(output=self.script(items), usage=usage, response_id=None)
 
@@ -115,6 +116,7 @@ def refund_agent(model: Model, effects: list[str] | None = None, *, approve: boo
     def refund(order_id: str) -> str:
         """Refund an order."""
         effect(f"refund {order_id} {use_run().idempotency_key()}", effects)
+        conformance.effect(f"refund {order_id}")
         return f"refunded {order_id}"
 
     return Agent(name="support", instructions="You refund orders.", tools=[refund], model=model)
@@ -132,12 +134,8 @@ def charge_script(items: Items) -> list[TResponseOutputItem]:
 @function_tool
 async def charge(amount: int) -> str:
     """Charge the card."""
-    key = use_run().idempotency_key()
-    effect(f"charge-start {key}")
-    if os.environ.get("HANG_IN_TOOL"):
-        Path(os.environ["HANG_MARKER"]).write_text("in the tool")
-        await asyncio.sleep(3600)
-    effect(f"charge-done {key}")
+    await conformance.crash_point()  # the conformance suite kills the process here
+    conformance.effect(f"charge {amount}")
     return f"charged {amount}"
 
 

@@ -7,7 +7,6 @@ is restarted or killed.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from agent_unit import use_run
+from agent_unit.testing import adapters as conformance
 
 LOG: list[str] = []
 
@@ -45,12 +45,14 @@ def _scripted(name: str, tool: str, arguments: dict[str, Any]) -> FunctionModel:
 
     def request(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         record(f"model {name} {len(messages)}")
+        conformance.model_called(f"{name} {len(messages)}")
         if len(messages) == 1:
             return ModelResponse(parts=[ToolCallPart(tool, arguments, tool_call_id="call_1")])
         return ModelResponse(parts=[TextPart(f"done: {_last_tool_return(messages)}")])
 
     async def stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
         record(f"model {name} {len(messages)}")
+        conformance.model_called(f"{name} {len(messages)}")
         if len(messages) == 1:
             yield {0: DeltaToolCall(name=tool, json_args=_json(arguments), tool_call_id="call_1")}
         else:
@@ -74,21 +76,19 @@ support = Agent(_scripted("support", "refund", {"order_id": "o_1"}), name="suppo
 @support.tool_plain(requires_approval=True)
 def refund(order_id: str) -> str:
     record(f"refund {order_id} {use_run().idempotency_key()}")
+    conformance.effect(f"refund {order_id}")
     return f"refunded {order_id}"
 
 
-# -- a charge that a test kills the process in the middle of ---------------------------------
+# -- a charge that the conformance suite kills the process in the middle of ---------------------------------
 
 charger = Agent(_scripted("charger", "charge", {"amount": 42}), name="charger")
 
 
 @charger.tool_plain
 async def charge(amount: int) -> str:
-    record(f"charge-start {use_run().idempotency_key()}")
-    if marker := os.environ.get("HANG_MARKER"):
-        Path(marker).write_text("in the tool")
-        await asyncio.sleep(3600)
-    record(f"charge-done {use_run().idempotency_key()}")
+    await conformance.crash_point()  # the conformance suite kills the process here
+    conformance.effect(f"charge {amount}")
     return f"charged {amount}"
 
 

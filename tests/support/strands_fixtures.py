@@ -20,6 +20,7 @@ from strands.hooks import BeforeToolCallEvent
 from strands.models import Model
 
 from agent_unit import use_run
+from agent_unit.testing import adapters as conformance
 
 Messages = list[dict[str, Any]]
 Block = tuple[Any, ...]  # ("text", s) | ("reasoning", s) | ("tool", name, arguments, call_id)
@@ -78,6 +79,7 @@ class ScriptedModel(Model):
     ) -> AsyncGenerator[Any]:
         self.calls.append(json.loads(json.dumps(messages, default=str)))
         _append("MODEL_CALLS_FILE", f"{self.config['model_id']} {len(messages)}")
+        conformance.model_called(f"{self.config['model_id']} {len(messages)}")
         blocks = self.script(self.calls[-1])
         await asyncio.sleep(0.001)  # as a real model waits on the network: other runs get to go meanwhile
         yield {"messageStart": {"role": "assistant"}}
@@ -125,6 +127,7 @@ def refund_agent(model: Model, effects: list[str] | None = None, *, approve: boo
             order_id: the order
         """
         effect(f"refund {order_id} {use_run().idempotency_key()}", effects)
+        conformance.effect(f"refund {order_id}")
         return f"refunded {order_id}"
 
     hooks = [approve_refunds] if approve else []
@@ -154,12 +157,8 @@ async def charge(amount: int) -> str:
     Args:
         amount: how much
     """
-    key = use_run().idempotency_key()
-    effect(f"charge-start {key}")
-    if os.environ.get("HANG_IN_TOOL"):
-        Path(os.environ["HANG_MARKER"]).write_text("in the tool")
-        await asyncio.sleep(3600)
-    effect(f"charge-done {key}")
+    await conformance.crash_point()  # the conformance suite kills the process here
+    conformance.effect(f"charge {amount}")
     return f"charged {amount}"
 
 

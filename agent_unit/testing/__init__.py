@@ -5,7 +5,8 @@
     assert parked.status == "interrupted"
     done = await unit.resume(parked.id, {"approved": True})
 
-Pass the same store to a second unit to test a restart.
+Pass the same store to a second unit to test a restart. An adapter's own test project runs
+the conformance scenarios every built-in adapter passes with :mod:`agent_unit.testing.adapters`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .agent import Agent
-from .clock import ManualClock
-from .durations import Duration, parse_duration
-from .engine import RunEngine
-from .env import drain
-from .errors import AdapterCheckFailed
-from .records import RunRecord, StoredEvent
-from .run import current_run
-from .stores import Store
-from .stores.memory import MemoryStore
+from ..agent import Agent
+from ..clock import ManualClock
+from ..durations import Duration, parse_duration
+from ..engine import RunEngine
+from ..env import drain
+from ..errors import AdapterCheckFailed
+from ..records import RunRecord, StoredEvent
+from ..run import current_run
+from ..stores import Store
+from ..stores.memory import MemoryStore
 
-__all__ = ["AdapterCheckFailed", "EffectKit", "TestUnit", "assert_adapter", "create_test_unit"]
+__all__ = [
+    "AdapterCheckFailed",
+    "EffectKit",
+    "TestUnit",
+    "assert_adapter",
+    "create_test_unit",
+    "execute_again",
+]
 
 
 class TestUnit:
@@ -130,7 +138,7 @@ async def assert_adapter(
     import tempfile
     from pathlib import Path
 
-    from .stores.sqlite import SQLiteStore
+    from ..stores.sqlite import SQLiteStore
 
     async def check(factory: Any, answer: Any, pausing: bool) -> None:
         kit = EffectKit()
@@ -149,7 +157,7 @@ async def assert_adapter(
             if pausing:
                 record = await second.resume(record.id, answer)
             else:
-                await _execute_again(second, record.id)
+                await execute_again(second, record.id)
                 record = await second.get(record.id)
             await second.close()
             await second.store.close()
@@ -170,9 +178,10 @@ async def assert_adapter(
         await check(pause["agent"], pause.get("answer"), True)
 
 
-async def _execute_again(unit: TestUnit, run_id: str) -> None:
-    """Replay a finished run from its journal in a new engine, as a recovery would."""
-    from .records import RunStatus
+async def execute_again(unit: TestUnit, run_id: str) -> None:
+    """Execute a finished run again from its journal in ``unit`` (a new engine), as a recovery would:
+    every journaled step answers from the journal, so nothing it did runs twice."""
+    from ..records import RunStatus
 
     record = await unit.get(run_id)
     expected = record.version
