@@ -72,18 +72,22 @@ async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None
     events = await unit.events(done.id)
     assert [event["type"] for event in events] == [
         "RUN_STARTED",
+        "CUSTOM",  # agent-unit.model-started
         "REASONING_START",
         "REASONING_MESSAGE_START",
         "REASONING_MESSAGE_CONTENT",
         "REASONING_MESSAGE_END",
         "REASONING_END",
+        "CUSTOM",  # agent-unit.model-finished: the model asked for the tool
         "TOOL_CALL_START",
         "TOOL_CALL_ARGS",
         "TOOL_CALL_END",
         "TOOL_CALL_RESULT",
+        "CUSTOM",  # agent-unit.model-started
         "TEXT_MESSAGE_START",
         "TEXT_MESSAGE_CONTENT",  # two deltas, merged within delta_batch_ms
         "TEXT_MESSAGE_END",
+        "CUSTOM",  # agent-unit.model-finished
         "RUN_FINISHED",
     ]
     by_type = {event["type"]: event for event in events}
@@ -139,7 +143,9 @@ async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_c
     assert len(model.calls) == 2  # the first response came from the journal
     assert effects == [f"refund o_1 {idempotency_key(parked.id, 'tool:refund#call_1')}"]
     resumed = [event["type"] for event in await second.events(parked.id)]
-    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_START"]
+    # the call was shown before the park; the resumed segment adds only its result
+    assert resumed[resumed.index("RUN_INTERRUPTED") + 1 :][:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"]
+    assert resumed.count("TOOL_CALL_START") == 1
     assert resumed.count("REASONING_START") == 1  # the replayed response emitted nothing again
     await second.close()
     await second.store.close()
@@ -154,7 +160,8 @@ async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_cancelled
     assert effects == [] and len(model.calls) == 2
     assert results(model.calls[-1]) == {"call_1": "declined: no"}  # the hook's own cancel_tool message
     assert done.output == "done: declined: no"
-    assert not [event for event in await unit.events(parked.id) if event["type"].startswith("TOOL_CALL")]
+    shown = [event["type"] for event in await unit.events(parked.id) if event["type"].startswith("TOOL_CALL")]
+    assert shown == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]  # shown before the park, never run
 
 
 async def test_a_declined_call_is_cancelled_even_when_the_hook_ignores_the_answer() -> None:
