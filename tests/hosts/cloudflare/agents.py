@@ -69,7 +69,18 @@ async def long(input: int, run: Run) -> int:
     return total
 
 
-AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long}
+async def _dawdle() -> str:
+    await asyncio.sleep(0.2)
+    calls["dawdled"] += 1
+    return "dawdled"
+
+
+@define_agent(description="A step that waits a moment: a run started with a 202 goes on after the response.")
+async def dawdler(input: str, run: Run) -> str:
+    return await run.step("dawdle", _dawdle)
+
+
+AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long, "dawdler": dawdler}
 
 
 async def digest(name: str, scheduled_at: datetime) -> None:

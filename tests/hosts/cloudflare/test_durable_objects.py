@@ -237,6 +237,19 @@ async def test_the_default_runtime_serves_from_the_worker_and_its_cron_sweep_wak
     assert (done["status"], done["output"]) == ("completed", "rested cat")
 
 
+async def test_on_the_default_runtime_a_run_started_with_a_202_is_held_by_the_invocations_wait_until(
+    deployment: Deployment,
+) -> None:
+    deployment.boot(runtime="default", store="memory://")
+    answered = await deployment.call("POST", "/agents/dawdler/runs", {"input": "x"})
+    assert answered.status == 202
+    started = await answered.json()
+    # the invocation ended only once its waitUntil work did: Workers cut what nothing holds
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert (done["status"], done["output"]) == ("completed", "dawdled")
+    assert fixtures.calls["dawdled"] == 1
+
+
 own_server_lifespans: list[int] = []
 
 
