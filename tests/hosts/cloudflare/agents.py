@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent_unit import Run, define_agent
+from agent_unit.env import env
 
 calls: Counter[str] = Counter()
 gate = asyncio.Event()
@@ -80,7 +81,13 @@ async def dawdler(input: str, run: Run) -> str:
     return await run.step("dawdle", _dawdle)
 
 
-AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long, "dawdler": dawdler}
+@define_agent(description="Sleeps an hour, then reads a secret.")
+async def keeper(input: str, run: Run) -> str:
+    await run.sleep("1h")
+    return await run.step("read", lambda: env["AGENT_UNIT_SECRET"])
+
+
+AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long, "dawdler": dawdler, "keeper": keeper}
 
 
 async def digest(name: str, scheduled_at: datetime) -> None:
