@@ -72,3 +72,15 @@ def test_a_run_started_with_a_202_on_d1_finishes_after_the_response_held_by_wait
         eventually(finished, seconds=30)
     assert [call["name"] for call in ledger.made("/after")] == ["d1-later"]
     assert "Uncaught" not in worker.log, worker.log[-3000:]
+
+
+def test_mcp_answers_501_in_workerd_saying_why_and_where_it_runs(worker: WranglerDev) -> None:
+    with worker.client() as http:
+        answered = http.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
+    assert answered.status_code == 501, answered.text
+    message = answered.json()["error"]["message"]
+    assert "Cloudflare Workers" in message and "rpds-py" in message and "another preset" in message

@@ -152,7 +152,10 @@ def test_a_run_whose_workerd_is_killed_mid_step_is_recovered_by_its_alarm_with_n
 ) -> None:
     with SyncAgentClient(worker.url, timeout=120) as client:
         started = client.start("crash", "k1")
-    eventually(lambda: "k1" in [call["name"] for call in ledger.made("/crash-slow")], seconds=60)
+    try:
+        eventually(lambda: "k1" in [call["name"] for call in ledger.made("/crash-slow")], seconds=60)
+    except AssertionError:
+        raise AssertionError(f"{ledger.calls}\n{worker.log[-6000:]}") from None
     worker.kill()  # SIGKILL mid-step: the step "slow" never finishes in this process
     worker.start()
     with SyncAgentClient(worker.url, timeout=120) as client:
