@@ -54,7 +54,8 @@ class Execution:
         self._batch_seconds = delta_batch_ms / 1000
         self._started = time.monotonic()
         self._new_steps = 0
-        self._flush: asyncio.TimerHandle | None = None
+        self._flush: asyncio.Handle | None = None
+        self._flush_at = 0.0  # when the armed timer fires: Pyodide's WebLoop returns a Handle, with no when()
         self._flush_due: float | None = None  # loop time by which pending events must be written
         self._flushing: set[asyncio.Task[None]] = set()
         self._in_flight = 0
@@ -149,10 +150,14 @@ class Execution:
             return
         self._flush_due = due
         if self._flush is not None:
-            if self._flush.when() <= due:
+            if self._flush_at <= due:
                 return  # the timer wakes first and waits on until the flush is due
             self._flush.cancel()
+        self._arm(loop, due)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, due: float) -> None:
         self._flush = loop.call_at(due, self._on_timer)
+        self._flush_at = due
 
     def _on_timer(self) -> None:
         """The timer: flush if pending events are due, wait on if they are not yet, stop if a commit took them.
@@ -166,7 +171,7 @@ class Execution:
             return
         loop = asyncio.get_running_loop()
         if due > loop.time():
-            self._flush = loop.call_at(due, self._on_timer)
+            self._arm(loop, due)
             return
         self._flush_due = None
         task = asyncio.ensure_future(self.flush())

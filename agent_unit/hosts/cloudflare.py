@@ -29,7 +29,8 @@ Both serve through the Workers ASGI adapter (``workers.asgi``), the one Cloudfla
 runs an app's lifespan around every request: agent-unit's own app needs none and is served
 without it; a user's own app (``server``) gets its lifespan around each request. ``env``
 (:data:`agent_unit.env.env`) reads the Worker's bindings and secrets; ``wait_until`` is the
-invocation's ``ctx.waitUntil``. Crons run tasks from ``scheduled``: ``crons`` maps each
+invocation's ``ctx.waitUntil``, which also holds the runs a request started that go on after its
+response (a 202). Crons run tasks from ``scheduled``: ``crons`` maps each
 Cron Trigger (in Cloudflare's own syntax, as ``wrangler.jsonc`` lists it) to task names, and
 each tick is claimed once in the store, so a repeated delivery runs nothing.
 
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -101,8 +103,58 @@ async def serve(app: Any, request: Any, worker_env: Any, ctx: Any = None) -> Any
         # borrowed proxy (an SSE stream: "Uncaught Error: This borrowed proxy was automatically
         # destroyed"): its `wait_until` is given the one that keeps the proxy alive.
         workers.wait_until = _sdk_wait_until
-    with _wait_until(ctx):
-        return await asgi.fetch(app, request, worker_env, ctx)
+    marker = object()
+    token = _request.set(marker)
+    try:
+        with _wait_until(ctx):
+            response = await asgi.fetch(app, request, worker_env, ctx)
+            _hold_runs(app, marker, ctx)
+    finally:
+        _request.reset(token)
+    return response
+
+
+_request: contextvars.ContextVar[object | None] = contextvars.ContextVar("agent_unit_cloudflare_request", default=None)
+
+
+def _hold_runs(app: Any, marker: object, ctx: Any) -> None:
+    """Hand the runs this request started and that go on after its response (a 202) to ``ctx.waitUntil``.
+
+    Workers cancel an invocation's unfinished work once its response is sent unless
+    ``waitUntil`` holds it: without this, a run started with a 202 on the default runtime
+    stopped at its first step that waited for anything.
+    """
+    wait = getattr(ctx, "waitUntil", None)
+    if wait is None or not _started(app, marker):
+        return
+
+    async def settle() -> None:
+        while running := _started(app, marker):  # a run continued in this request starts another task
+            await asyncio.wait(running)
+
+    hand_to_wait_until(wait, settle())
+
+
+def _started(app: Any, marker: object) -> list[asyncio.Task[None]]:
+    """The executions still running that were started in the request ``marker`` stands for."""
+    engine = getattr(app, "engine", None)
+    if engine is not None:
+        engines = [engine]
+    else:  # a user's own app: the agent units it mounted
+        from ..http import agent_units
+
+        engines = [unit.engine for unit in agent_units()]
+    return [
+        task
+        for engine in engines
+        for task in engine.executing().values()
+        if not task.done() and _started_in(task, marker)
+    ]
+
+
+def _started_in(task: asyncio.Task[Any], marker: object) -> bool:
+    get_context = getattr(task, "get_context", None)  # Python 3.12+, as Pyodide's is
+    return get_context is None or get_context().get(_request) is marker
 
 
 def hand_to_wait_until(wait: Callable[[Any], Any], work: Awaitable[Any]) -> None:

@@ -33,6 +33,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .. import env as agent_env
 from ..errors import RunConflict, RunNotFound
 from ..records import RunStatus
 from ..stores.durable_objects import DurableObjectsStore, IndexStorage, RunStorage, answer
@@ -77,7 +78,12 @@ def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any],
             return await serve(self.unit, request, self.env, self.ctx)
 
         async def alarm(self, info: Any = None) -> None:
-            """Wake, continue, recover or delete this object's run, whichever is due, and wait for it."""
+            """Wake, continue, recover or delete this object's run, whichever is due, and wait for it.
+
+            ``env`` is bound here: the alarm may be a fresh isolate's first event (after an
+            eviction or a deploy), and the run's steps read its secrets and bindings.
+            """
+            agent_env.bind(agent_env.WorkerBindings(self.env))
             run_id = self.store.home.run_id if self.store.home is not None else None
             if run_id is None:
                 return

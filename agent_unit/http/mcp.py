@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -54,6 +55,13 @@ RESUME_TOOL = "resume_run"
 """The built-in tool that answers a paused run; no agent may take its name."""
 
 _INSTALL = 'pip install "agent-unit[mcp]"'
+_ON_WORKERS = (
+    "POST /mcp is not served on Cloudflare Workers: the MCP SDK (mcp 2.x) needs rpds-py (through "
+    "jsonschema) and cryptography (through pyjwt[crypto]), which have no Pyodide wheels on PyPI, so the "
+    "Worker does not carry it. Serve MCP from another preset (server, aws-lambda, vercel); A2A and AG-UI "
+    "work on Workers"
+)
+"""Why ``/mcp`` answers 501 in a Worker (Pyodide reports ``sys.platform`` as ``emscripten``)."""
 
 _RESUME_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -86,6 +94,8 @@ def app(gateway: Gateway) -> ASGIApp:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
     except ImportError:
+        if sys.platform == "emscripten":
+            return _refuse(501, McpUnavailable.code, _ON_WORKERS)
         return _refuse(501, McpUnavailable.code, f"POST /mcp needs the MCP SDK: {_INSTALL}")
     installed = _installed_version()
     if installed is not None and not installed.startswith("2."):

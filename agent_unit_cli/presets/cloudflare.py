@@ -28,9 +28,13 @@ import ast
 import importlib.metadata
 import json
 import re
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from ..imports import distribution_name
 from ..schedules import cloudflare as cloudflare_schedule
@@ -42,6 +46,7 @@ __all__ = [
     "DEFAULT_BUDGET",
     "RESERVED",
     "SWEEP",
+    "compiled_dependencies",
     "crons",
     "refused_store",
     "reserved_uses",
@@ -76,8 +81,24 @@ SWEEP = "agent-unit:sweep"
 
 HOST_SERVES = {"uvicorn", "agent-unit"}
 """Requirements a Worker does not install: Workers serve the app themselves, and the runtime is copied."""
-RUNTIME = {"pydantic", "starlette", "jsonschema", "ag-ui-protocol", "cronsim"}
-"""The runtime's own packages: checked in Pyodide by agent-unit's tests, so never warned about."""
+PYODIDE_WHEELS = {"pydantic-core"}
+"""Compiled packages the runtime needs that PyPI has Pyodide wheels of (the real-workerd tests
+install them from there): never warned about."""
+NO_PYPI_PYODIDE_WHEEL = {"rpds-py"}
+"""Compiled packages the runtime needs that PyPI has no Pyodide wheel of (jsonschema's rpds-py,
+through referencing): only Pyodide's own index, which ``pywrangler sync`` reads, has a build."""
+PYODIDE_MARKERS = {
+    "python_version": PYTHON,
+    "python_full_version": f"{PYTHON}.0",
+    "sys_platform": "emscripten",
+    "platform_system": "Emscripten",
+    "platform_machine": "wasm32",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "extra": "",
+}
+"""Environment markers as a Worker's Python (3.14 on Pyodide) evaluates them."""
 
 OWNED = ("main",)
 """wrangler keys agent-unit writes and a user's ``[cloudflare.wrangler]`` may not set."""
@@ -242,13 +263,46 @@ def wrangler_config(config: Any) -> dict[str, Any]:
     return merged
 
 
-def _native(requirement: str) -> bool:
-    """Whether the distribution installed here for ``requirement`` ships compiled code."""
+def _native(name: str) -> bool:
+    """Whether the distribution ``name`` installed here ships compiled code."""
     try:
-        files = importlib.metadata.distribution(distribution_name(requirement)).files or []
+        files = importlib.metadata.distribution(name).files or []
     except importlib.metadata.PackageNotFoundError:
         return False
     return any(str(path).endswith((".so", ".pyd")) for path in files)
+
+
+def _requires(name: str) -> list[str]:
+    """What the distribution ``name`` installed here requires on Pyodide (its markers evaluated
+    for Python 3.14 on Emscripten, no extras), as normalized names."""
+    try:
+        lines = importlib.metadata.requires(name) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    found: list[str] = []
+    for line in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if requirement.marker is None or requirement.marker.evaluate(PYODIDE_MARKERS):
+            found.append(canonicalize_name(requirement.name))
+    return found
+
+
+def compiled_dependencies(requirements: list[str]) -> dict[str, list[str]]:
+    """Each package ``requirements`` need (themselves or through others, as installed here) that
+    ships compiled code and is not one Pyodide's wheels on PyPI are known to provide, with the
+    shortest chain of requirements that brings it in (``["jsonschema", "rpds-py"]``)."""
+    chains: dict[str, list[str]] = {}
+    queue = deque((name, [name]) for name in dict.fromkeys(distribution_name(r) for r in requirements))
+    while queue:
+        name, chain = queue.popleft()
+        if name in chains or name in HOST_SERVES:
+            continue
+        chains[name] = chain
+        queue.extend((needed, [*chain, needed]) for needed in _requires(name) if needed not in chains)
+    return {name: chain for name, chain in chains.items() if name not in PYODIDE_WHEELS and _native(name)}
 
 
 def context(config: Any, options: BuildOptions) -> dict[str, Any]:
@@ -280,14 +334,20 @@ def finish(step: Finish) -> list[str]:
                 raise ValueError(
                     f"[cloudflare] exports = {module!r} defines {name}, a name the Worker's entry uses: rename it"
                 )
-    for requirement in step.context["requirements"]:
-        name = distribution_name(requirement)
-        if name not in RUNTIME | HOST_SERVES and _native(requirement):
-            step.warnings.append(
-                f"{name} ships compiled code here: a Worker runs only pure-Python packages and those Pyodide "
-                f"builds, so `uv run pywrangler sync` fails if Pyodide has no build of {name}"
-            )
+    for name, chain in compiled_dependencies(step.context["requirements"]).items():
+        needed = "" if len(chain) == 1 else f" (needed by {chain[0]}{_through(chain)})"
+        step.warnings.append(
+            f"{name}{needed} ships compiled code and PyPI has no wheel of it for Pyodide: "
+            "`uv run pywrangler sync` installs it from Pyodide's own index; an install from PyPI alone leaves it out"
+            if name in NO_PYPI_PYODIDE_WHEEL
+            else f"{name}{needed} ships compiled code here: a Worker runs only pure-Python packages and "
+            f"Pyodide's builds, so `uv run pywrangler sync` fails if Pyodide has no build of {name}"
+        )
     return []
+
+
+def _through(chain: list[str]) -> str:
+    return f", through {', '.join(chain[1:-1])}" if len(chain) > 2 else ""
 
 
 preset = Preset(

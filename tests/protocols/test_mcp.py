@@ -343,6 +343,20 @@ async def test_without_the_sdk_mcp_answers_501(monkeypatch: pytest.MonkeyPatch) 
     assert error["code"] == "mcp_not_installed" and 'pip install "agent-unit[mcp]"' in error["message"]
 
 
+async def test_in_a_worker_without_the_sdk_the_501_says_why_and_where_mcp_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [name for name in sys.modules if name == "mcp" or name.startswith("mcp.")] + ["mcp"]:
+        monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type] - None makes `import` fail
+    monkeypatch.setattr(sys, "platform", "emscripten")  # what Pyodide reports in a Worker
+    unit = create_agent_unit(AGENTS, store="memory://")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=unit), base_url="http://unit") as http:
+        response = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=JSON_RPC)
+    await unit.engine.aclose()
+    assert response.status_code == 501
+    message = response.json()["error"]["message"]
+    assert "Cloudflare Workers" in message and "rpds-py" in message and "cryptography" in message
+    assert "another preset" in message and "pip install" not in message
+
+
 def test_importing_agent_unit_does_not_import_mcp() -> None:
     code = "import sys, agent_unit, agent_unit.http.app, agent_unit.http.mcp; print('mcp' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent_unit import Run, define_agent
+from agent_unit.env import env
 
 calls: Counter[str] = Counter()
 gate = asyncio.Event()
@@ -69,7 +70,24 @@ async def long(input: int, run: Run) -> int:
     return total
 
 
-AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long}
+async def _dawdle() -> str:
+    await asyncio.sleep(0.2)
+    calls["dawdled"] += 1
+    return "dawdled"
+
+
+@define_agent(description="A step that waits a moment: a run started with a 202 goes on after the response.")
+async def dawdler(input: str, run: Run) -> str:
+    return await run.step("dawdle", _dawdle)
+
+
+@define_agent(description="Sleeps an hour, then reads a secret.")
+async def keeper(input: str, run: Run) -> str:
+    await run.sleep("1h")
+    return await run.step("read", lambda: env["AGENT_UNIT_SECRET"])
+
+
+AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long, "dawdler": dawdler, "keeper": keeper}
 
 
 async def digest(name: str, scheduled_at: datetime) -> None:

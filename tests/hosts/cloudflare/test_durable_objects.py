@@ -125,6 +125,19 @@ async def test_an_alarm_delivered_twice_repeats_no_completed_step(deployment: De
     assert (await events.text()).count('"type":"RUN_FINISHED"') == 1
 
 
+async def test_an_alarm_in_a_fresh_isolate_with_no_request_before_it_reads_the_workers_secrets(
+    deployment: Deployment,
+) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/keeper/runs?wait=1", {"input": "x"})
+    assert started["status"] == "sleeping"
+    deployment.boot()  # evicted: the alarm is the new isolate's first event
+    deployment.advance(3600)
+    assert await deployment.sim.deliver_alarms() == 1
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert (done["status"], done["output"]) == ("completed", SECRET)
+
+
 async def test_a_run_whose_isolate_dies_mid_step_is_recovered_by_its_alarm(deployment: Deployment) -> None:
     deployment.boot()
     started = await deployment.json("POST", "/agents/stuck/runs", {"input": "x"})
@@ -235,6 +248,19 @@ async def test_the_default_runtime_serves_from_the_worker_and_its_cron_sweep_wak
     await deployment.sim.scheduled("* * * * *")
     done = await deployment.json("GET", f"/runs/{started['id']}")
     assert (done["status"], done["output"]) == ("completed", "rested cat")
+
+
+async def test_on_the_default_runtime_a_run_started_with_a_202_is_held_by_the_invocations_wait_until(
+    deployment: Deployment,
+) -> None:
+    deployment.boot(runtime="default", store="memory://")
+    answered = await deployment.call("POST", "/agents/dawdler/runs", {"input": "x"})
+    assert answered.status == 202
+    started = await answered.json()
+    # the invocation ended only once its waitUntil work did: Workers cut what nothing holds
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert (done["status"], done["output"]) == ("completed", "dawdled")
+    assert fixtures.calls["dawdled"] == 1
 
 
 own_server_lifespans: list[int] = []

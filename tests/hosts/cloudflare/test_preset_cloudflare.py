@@ -348,6 +348,21 @@ def test_a_package_of_the_project_that_ships_compiled_code_is_named_in_a_warning
     assert "pywrangler sync" in native[0]
 
 
+def test_a_compiled_dependency_with_no_pyodide_wheel_on_pypi_is_named_with_who_requires_it(tmp_path: Path) -> None:
+    root = project(tmp_path, "")
+    result = build(root, Config(), preset="cloudflare")
+    native = [warning for warning in result.warnings if "ships compiled code" in warning]
+    assert native == [
+        "rpds-py (needed by jsonschema) ships compiled code and PyPI has no wheel of it for Pyodide: "
+        "`uv run pywrangler sync` installs it from Pyodide's own index; an install from PyPI alone leaves it out"
+    ]
+
+
+def test_a_compiled_package_deep_in_the_requirements_is_named_with_the_chain_that_brings_it_in() -> None:
+    found = cloudflare.compiled_dependencies(["jsonschema-specifications", "pydantic"])
+    assert found == {"rpds-py": ["jsonschema-specifications", "referencing", "rpds-py"]}  # pydantic-core: on PyPI
+
+
 def test_a_d1_store_on_any_other_preset_is_refused_naming_the_cloudflare_preset(tmp_path: Path) -> None:
     root = project(tmp_path, "")
     with pytest.raises(BuildError, match="--preset cloudflare"):

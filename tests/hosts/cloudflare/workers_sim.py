@@ -520,9 +520,15 @@ class WorkersSim:
     def isolate(
         self, entry: type, classes: Mapping[str, type], bindings: Mapping[str, str], variables: Mapping[str, Any] = {}
     ) -> Isolate:
-        """A new isolate over the same storage: ``bindings`` maps a binding name to a class name."""
+        """A new isolate over the same storage: ``bindings`` maps a binding name to a class name.
+
+        Its modules start afresh, so nothing an earlier isolate bound (``env``) carries over.
+        """
+        from agent_unit import env as agent_env
+
         if self.current is not None:
             self.current.alive = False
+        agent_env.bind(None)
         isolate = Isolate(self, entry, dict(classes))
         for binding, class_name in bindings.items():
             setattr(isolate.env, binding, Namespace(isolate, class_name))

@@ -53,7 +53,9 @@ class WranglerDev:
         """Everything every ``wrangler dev`` of this Worker printed so far."""
         return "".join(path.read_text(errors="replace") for path in sorted(self.logs.glob("*.log")))
 
-    def start(self) -> None:
+    def start(self, *, probe: bool = True) -> None:
+        """Start ``wrangler dev``; ``probe``: then send it a first request (else an alarm may be
+        the new isolate's first event) and time it."""
         self.port = free_port()
         self.starts += 1
         out = (self.logs / f"{self.starts:02d}.log").open("wb")
@@ -72,12 +74,18 @@ class WranglerDev:
         )
         out.close()
         deadline = time.monotonic() + 120
-        while "Ready on" not in self.log:
+        while "Ready on" not in (self.logs / f"{self.starts:02d}.log").read_text(errors="replace"):
             if self.process.poll() is not None:
                 raise RuntimeError(f"wrangler dev exited ({self.process.returncode}):\n{self.log[-4000:]}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"wrangler dev was not ready in 120 s:\n{self.log[-4000:]}")
             time.sleep(0.1)
+        if probe:
+            self.probe()
+
+    def probe(self) -> None:
+        """Wait for the Worker's first answer (``/healthz``) and record how long it took."""
+        assert self.process is not None
         began = time.monotonic()  # the first request after the start: it loads Pyodide and the entry
         while True:
             try:
@@ -101,6 +109,14 @@ class WranglerDev:
             process.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # a workerd child that outlived wrangler
+
+    def kill(self) -> None:
+        """SIGKILL ``wrangler dev`` and its workerd at once, as a crash would: nothing gets to finish."""
+        process, self.process = self.process, None
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
     def restart(self) -> None:
         self.stop()

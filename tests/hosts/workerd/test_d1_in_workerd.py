@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -55,3 +56,31 @@ def test_the_cron_triggers_sweep_wakes_a_sleeping_run_on_d1(worker: WranglerDev,
 
             eventually(swept, seconds=60)
     assert [call["name"] for call in ledger.made("/woke")] == ["d1-cat"]
+
+
+def test_a_run_started_with_a_202_on_d1_finishes_after_the_response_held_by_wait_until(
+    worker: WranglerDev, ledger: Ledger
+) -> None:
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        started = client.start("slow", "d1-later")  # 202: the run goes on after the response
+        assert started.status in ("queued", "running")
+
+        def finished() -> bool:
+            time.sleep(1)  # few requests: a request in flight must not be what keeps the run going
+            return client.get(started.id).status == "completed"
+
+        eventually(finished, seconds=30)
+    assert [call["name"] for call in ledger.made("/after")] == ["d1-later"]
+    assert "Uncaught" not in worker.log, worker.log[-3000:]
+
+
+def test_mcp_answers_501_in_workerd_saying_why_and_where_it_runs(worker: WranglerDev) -> None:
+    with worker.client() as http:
+        answered = http.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
+    assert answered.status_code == 501, answered.text
+    message = answered.json()["error"]["message"]
+    assert "Cloudflare Workers" in message and "rpds-py" in message and "another preset" in message

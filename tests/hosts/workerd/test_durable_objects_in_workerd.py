@@ -127,3 +127,41 @@ def test_the_cold_start_of_the_worker_and_of_a_run_object_is_measured(
     record_property("run_object_first_request_seconds", round(first_object, 2))
     print(f"\ncold start: worker {worker.cold_start} s, a new run object {first_object:.2f} s")
     assert max(worker.cold_start) < 120 and first_object < 15
+
+
+def test_an_alarm_that_is_a_fresh_isolates_first_event_reads_the_workers_secrets(
+    worker: WranglerDev, ledger: Ledger
+) -> None:
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        started = client.start("sleeper", "fresh", wait=True)
+        assert started.status == "sleeping"
+    worker.stop()
+    time.sleep(2.5)  # the run is due before workerd is back: its alarm fires as the isolate starts
+    worker.start(probe=False)  # no request: the alarm is the new isolate's first event
+    # the woken step reads LEDGER_URL, a secret in .dev.vars, through agent_unit.env
+    eventually(lambda: "fresh" in [call["name"] for call in ledger.made("/woke")], seconds=90)
+    worker.probe()
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        done = client.get(started.id)
+    assert (done.status, done.output) == ("completed", "rested fresh")
+    assert "Uncaught" not in worker.log, worker.log[-3000:]
+
+
+def test_a_run_whose_workerd_is_killed_mid_step_is_recovered_by_its_alarm_with_no_completed_step_repeated(
+    worker: WranglerDev, ledger: Ledger
+) -> None:
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        started = client.start("crash", "k1")
+    try:
+        eventually(lambda: "k1" in [call["name"] for call in ledger.made("/crash-slow")], seconds=60)
+    except AssertionError:
+        raise AssertionError(f"{ledger.calls}\n{worker.log[-6000:]}") from None
+    worker.kill()  # SIGKILL mid-step: the step "slow" never finishes in this process
+    worker.start()
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        # the alarm sits at the lease's expiry (30 s after the claim): it recovers the run then
+        eventually(lambda: client.get(started.id).status == "completed", seconds=120)
+        done = client.get(started.id)
+    assert (done.output, done.attempt) == ("done", 2)
+    assert [call["name"] for call in ledger.made("/crash-charge")].count("k1") == 1  # the completed step
+    assert [call["name"] for call in ledger.made("/crash-slow")].count("k1") == 2  # the one cut, run again
