@@ -29,7 +29,9 @@ Both serve through the Workers ASGI adapter (``workers.asgi``), the one Cloudfla
 runs an app's lifespan around every request: agent-unit's own app needs none and is served
 without it; a user's own app (``server``) gets its lifespan around each request. ``env``
 (:data:`agent_unit.env.env`) reads the Worker's bindings and secrets; ``wait_until`` is the
-invocation's ``ctx.waitUntil``. Crons run tasks from ``scheduled``: ``crons`` maps each
+invocation's ``ctx.waitUntil``: each request, cron and alarm runs inside ``use_host`` with
+:func:`cloudflare_host` (the Worker's :class:`~agent_unit.host.Host` with that invocation's
+bindings and ``waitUntil``), so a user's own app imported there gets its units on it. Crons run tasks from ``scheduled``: ``crons`` maps each
 Cron Trigger (in Cloudflare's own syntax, as ``wrangler.jsonc`` lists it) to task names, and
 each tick is claimed once in the store, so a repeated delivery runs nothing.
 
@@ -46,7 +48,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .. import env as agent_env
-from ..host import Host, OnContinue, use_host
+from ..host import Host, OnContinue, entered_host, use_host
 from ..stores.durable_objects import DurableObjectsStore
 from .durable_objects import durable_object_classes
 
@@ -160,6 +162,7 @@ class Worker:
         tasks: Mapping[str, Any],
         store: str | None,
         unit_options: dict[str, Any],
+        host: Host = HOST,
     ) -> None:
         from ..tasks import tasks_from_config
 
@@ -182,7 +185,7 @@ class Worker:
         self._agents: Mapping[str, Any] | None = None
         self._app: Any = None
         self._store: DurableObjectsStore | None = None  # the Worker's own (durable-objects runtime)
-        self.host = HOST
+        self.host = host
         self.AgentUnitRun, self.AgentUnitIndex = durable_object_classes(
             self._object_unit, serve, lambda worker_env, ctx: cloudflare_host(worker_env, ctx, self.host)
         )
@@ -210,7 +213,7 @@ class Worker:
         """The app the Worker itself serves (made once per isolate, with its first ``env``)."""
         if self._app is not None:
             return self._app
-        with use_host(cloudflare_host(worker_env, None, self.host)):
+        with use_host(entered_host() or cloudflare_host(worker_env, None, self.host)):
             if self._load_server is not None:
                 # The units your app creates while it is imported (or at a request) get this host.
                 self._app = self._load_server()
@@ -317,6 +320,7 @@ def create_worker(
     crons: Mapping[str, Sequence[str]] | None = None,
     tasks: Mapping[str, Any] | None = None,
     store: str | None = None,
+    host: Host = HOST,
     **unit_options: Any,
 ) -> Worker:
     """The Worker for ``agents`` (a function that loads them: called at the first request).
@@ -326,8 +330,10 @@ def create_worker(
     tables. ``store`` is the default runtime's ``"d1://BINDING"``. ``unit_options`` go to
     :func:`agent_unit.http.create_agent_unit` (``name``, ``base_path``, ``authorize``, ``budget``...).
     The Durable Object bindings are named ``AGENT_UNIT_RUNS`` and ``AGENT_UNIT_INDEX``.
-    ``allowed_hosts`` defaults to ``["*"]``: Cloudflare routes a request to the Worker only under
-    its own routes and domains, so a DNS rebinding cannot arrive.
+    ``host`` (default :data:`HOST`) is what the Worker's units are given, with each invocation's
+    bindings and ``ctx.waitUntil`` (:func:`cloudflare_host`); its ``allowed_hosts`` is ``["*"]``:
+    Cloudflare routes a request to the Worker only under its own routes and domains, so a DNS
+    rebinding cannot arrive.
     """
     return Worker(
         agents,
@@ -337,4 +343,5 @@ def create_worker(
         tasks=tasks or {},
         store=store,
         unit_options=unit_options,
+        host=host,
     )
