@@ -31,9 +31,10 @@ without it; a user's own app (``server``) gets its lifespan around each request.
 (:data:`agent_unit.env.env`) reads the Worker's bindings and secrets; ``wait_until`` is the
 invocation's ``ctx.waitUntil``: each request, cron and alarm runs inside ``use_host`` with
 :func:`cloudflare_host` (the Worker's :class:`~agent_unit.host.Host` with that invocation's
-bindings and ``waitUntil``), so a user's own app imported there gets its units on it. Crons run tasks from ``scheduled``: ``crons`` maps each
-Cron Trigger (in Cloudflare's own syntax, as ``wrangler.jsonc`` lists it) to task names, and
-each tick is claimed once in the store, so a repeated delivery runs nothing.
+bindings and ``waitUntil``), so a user's own app imported there gets its units on it. Crons run
+tasks from ``scheduled``: ``crons`` maps each Cron Trigger (in Cloudflare's own syntax, as
+``wrangler.jsonc`` lists it) to task names, and each tick is claimed once in the store, so a
+repeated delivery runs nothing.
 
 Nothing here starts a thread, a signal handler or a subprocess (Pyodide has none), and the
 import is cheap: the app and the agents are made at the first request.
