@@ -17,6 +17,7 @@ from .errors import (
     StepResultError,
     UnstorableValue,
 )
+from .host import Host, use_host
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import RunRecord, RunStatus
 from .retry import RetryPolicy
@@ -41,6 +42,7 @@ __all__ = [
     "Agent",
     "AgentNotFound",
     "AgentUnitError",
+    "Host",
     "Cancelled",
     "Interrupted",
     "InvalidAnswer",
@@ -62,5 +64,6 @@ __all__ = [
     "__version__",
     "create_agent_unit",
     "define_agent",
+    "use_host",
     "use_run",
 ]

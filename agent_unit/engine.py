@@ -17,7 +17,7 @@ import builtins
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,7 @@ from .errors import (
     UnstorableValue,
 )
 from .execution import Execution
+from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
 from .owners import owner_is_gone, process_owner
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
@@ -65,6 +66,7 @@ from .run import Run, active_run
 from .scheduler import Scheduler
 from .stores import Store, open_store
 from .tail import EventTail
+from .tasks import Task
 from .tracebacks import user_frames
 
 __all__ = ["RunEngine", "SweepResult"]
@@ -74,8 +76,6 @@ log = logging.getLogger("agent_unit")
 # A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
 _REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
 
-ScheduleWake = Callable[[str, datetime], Awaitable[None] | None]
-OnContinue = Callable[[str], Awaitable[None] | None]
 
 MAX_THREAD_ID = 256
 
@@ -123,6 +123,9 @@ async def _maybe_await(value: Awaitable[None] | None) -> None:
 class RunEngine(RunReads):
     """Starts, executes, parks, wakes and recovers runs over one store.
 
+    ``host`` (:class:`~agent_unit.host.Host`, default a long-lived server's) says how a yielded
+    run continues, how wake-ups are scheduled and who sweeps; ``on_continue``,
+    ``schedule_wake`` and ``background_sweep`` given here override its answers.
     ``budget``: yield at the next step boundary after this long and continue in a fresh
     execution (``on_continue(run_id)`` hands it to the host; in-process otherwise).
     ``schedule_wake(run_id, at)``: hand wake-ups to another scheduler instead of timers.
@@ -150,9 +153,10 @@ class RunEngine(RunReads):
         retention: Duration | None = None,
         delta_batch_ms: int = 50,
         max_step_bytes: int = 256 * 1024,
+        host: Host | None = None,
         schedule_wake: ScheduleWake | None = None,
         on_continue: OnContinue | None = None,
-        background_sweep: bool = True,
+        background_sweep: bool | None = None,
         owner: str | None = None,
         adapters: Sequence[Any] = (),
         broken: Mapping[str, AgentBroken] | None = None,
@@ -168,17 +172,19 @@ class RunEngine(RunReads):
         self.retention = _seconds(retention)
         self.delta_batch_ms = delta_batch_ms
         self.max_step_bytes = max_step_bytes
-        self.schedule_wake = schedule_wake
-        self.on_continue = on_continue
+        self.host: Host = host or SERVER
+        self.schedule_wake = schedule_wake if schedule_wake is not None else self.host.schedule_wake
+        self.on_continue = on_continue if on_continue is not None else self.host.on_continue()
         self.owner = owner or process_owner("x")
         self.tail = EventTail(self.store)
         self._store_checked = False
         self._executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._background: set[asyncio.Task[Any]] = set()
-        # A long-lived process sweeps by itself (from its first execution on); serverless
-        # hosts pass background_sweep=False and call sweep() from their scheduler.
-        self._sweeps = background_sweep and not self.clock.manual
+        # A long-lived process sweeps by itself (from its first execution on); a serverless
+        # host (Host(sweep="scheduled")) calls sweep() from its scheduler instead.
+        sweeps = self.host.background_sweep if background_sweep is None else background_sweep
+        self._sweeps = sweeps and not self.clock.manual
         self._sweeper: asyncio.Task[None] | None = None
 
     # -- reading -------------------------------------------------------------------------
@@ -385,6 +391,15 @@ class RunEngine(RunReads):
         if not record.finished:
             raise RunConflict(f"run {run_id} is {record.status.value}: cancel it before deleting it")
         await self.store.delete_run(run_id)
+
+    async def run_tick(self, task: Task, scheduled_at: datetime, *, owner: str | None = None) -> dict[str, Any]:
+        """Run one tick of a scheduled ``task`` that a host's scheduler delivered, claimed in this
+        engine's store under ``owner`` (default the engine's; see
+        :func:`agent_unit.scheduler.run_host_tick`): a host runs its ticks through the engine and
+        never reads the store itself."""
+        from .scheduler import run_host_tick
+
+        return await run_host_tick(task, scheduled_at, self.store, owner=owner or self.owner)
 
     async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
         """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention.

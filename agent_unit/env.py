@@ -6,7 +6,8 @@
     wait_until(send_receipt(order))   # runs after the response
 
 ``env`` is a read-only mapping: the process environment, and on Cloudflare Workers the Worker's
-bindings and secrets under the same names (the entry shim calls :func:`bind` with them).
+bindings and secrets under the same names (the current :class:`~agent_unit.host.Host`'s
+``bindings``: the Worker's entry serves each request inside ``use_host`` with them).
 
 ``wait_until(work)`` keeps ``work`` running after the response. Where it runs depends on the host:
 
@@ -16,7 +17,8 @@ bindings and secrets under the same names (the entry shim calls :func:`bind` wit
 - AWS Lambda freezes the process once a response is returned, so the handler drains the work
   before it returns the response.
 - Vercel and Cloudflare give each invocation a ``waitUntil`` of their own: the host's entry
-  installs it for the invocation with :func:`use_wait_until`.
+  serves the invocation inside ``use_host`` with a :class:`~agent_unit.host.Host` whose
+  ``wait_until`` is it.
 
 Work that raises is logged (logger ``agent_unit``) with its name and traceback, never swallowed.
 The work lives in memory only: a crash of the process (``kill -9``, an out-of-memory kill, a host
@@ -26,8 +28,6 @@ that ends the instance) loses it. Work that must survive a crash belongs in a ru
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import inspect
 import logging
 import os
@@ -35,34 +35,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = [
-    "WaitUntil",
-    "WorkerBindings",
-    "bind",
-    "drain",
-    "env",
-    "get",
-    "pending",
-    "use_wait_until",
-    "wait_until",
-]
+from .host import WaitUntil, current_host
+
+__all__ = ["WaitUntil", "WorkerBindings", "drain", "env", "get", "pending", "wait_until"]
 
 log = logging.getLogger("agent_unit")
-
-WaitUntil = Callable[[Awaitable[Any]], None]
-"""A host's ``waitUntil``: takes an awaitable and keeps the invocation alive until it is done."""
-
-_bound: Mapping[str, Any] | None = None
-
-
-def bind(values: Mapping[str, Any] | None) -> None:
-    """Read names from ``values`` before the process environment (``None`` unbinds).
-
-    A host whose configuration is not the process environment (Cloudflare's Worker ``env``)
-    calls this once per isolate with its bindings.
-    """
-    global _bound
-    _bound = values
 
 
 class WorkerBindings(Mapping[str, Any]):
@@ -99,26 +76,29 @@ class WorkerBindings(Mapping[str, Any]):
 
 
 def get(name: str, default: str | None = None) -> Any:
-    if _bound is not None and name in _bound:
-        return _bound[name]
+    """``name`` from the host's bindings, else the process environment, else ``default``."""
+    bound = current_host().bindings
+    if bound is not None and name in bound:
+        return bound[name]
     return os.environ.get(name, default)
 
 
 class _Env(Mapping[str, Any]):
-    """The bound values over the process environment, read at each access (never a stale copy)."""
+    """The host's bindings over the process environment, read at each access (never a stale copy)."""
 
     def __getitem__(self, name: str) -> Any:
-        if _bound is not None and name in _bound:
-            return _bound[name]
+        bound = current_host().bindings
+        if bound is not None and name in bound:
+            return bound[name]
         return os.environ[name]
 
     def __iter__(self) -> Iterator[str]:
-        seen = set(_bound or ())
+        seen = set(current_host().bindings or ())
         yield from seen
         yield from (name for name in os.environ if name not in seen)
 
     def __len__(self) -> int:
-        return len(set(_bound or ()) | set(os.environ))
+        return len(set(current_host().bindings or ()) | set(os.environ))
 
     def __repr__(self) -> str:
         return f"<agent_unit.env: {len(self)} names>"  # never the values: they hold secrets
@@ -130,22 +110,7 @@ env: Mapping[str, Any] = _Env()
 
 # -- background work --------------------------------------------------------------------------
 
-_host: contextvars.ContextVar[WaitUntil | None] = contextvars.ContextVar("agent_unit_wait_until", default=None)
 _tasks: set[asyncio.Task[Any]] = set()
-
-
-@contextlib.contextmanager
-def use_wait_until(hook: WaitUntil) -> Iterator[None]:
-    """Send :func:`wait_until` work to ``hook`` (a host's own ``waitUntil``) within this block.
-
-    A host entry wraps each invocation in it; work started in the block (and in tasks made in
-    it, which inherit the context) goes to the host instead of this process's tracker.
-    """
-    token = _host.set(hook)
-    try:
-        yield
-    finally:
-        _host.reset(token)
 
 
 def wait_until(work: Awaitable[Any], *, name: str | None = None) -> None:
@@ -161,7 +126,7 @@ def wait_until(work: Awaitable[Any], *, name: str | None = None) -> None:
     if not inspect.isawaitable(work):
         raise TypeError(f"wait_until takes an awaitable (a coroutine, a task), not {type(work).__name__}")
     label = name or _name(work)
-    hook = _host.get()
+    hook = current_host().wait_until  # the host's own waitUntil, if it has one
     try:
         asyncio.get_running_loop()
     except RuntimeError:

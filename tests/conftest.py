@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit.http.app import clear_host_defaults
 from agent_unit.stores import Store, open_store
 from agent_unit.stores.d1 import D1Store
 from agent_unit.stores.memory import MemoryStore
@@ -145,14 +144,6 @@ async def store(store_factory: StoreFactory) -> AsyncIterator[Store]:
 @pytest.fixture
 def sqlite_path(tmp_path: Path) -> Path:
     return tmp_path / "agent-unit.db"
-
-
-@pytest.fixture(autouse=True)
-def _no_host_defaults_between_tests() -> Iterator[None]:
-    """A test that builds a host's app in this process (Vercel's, a Worker's) sets that host's
-    defaults for the units created after it (``host_defaults``): the next test starts without them."""
-    yield
-    clear_host_defaults()
 
 
 @pytest.hookimpl(wrapper=True)

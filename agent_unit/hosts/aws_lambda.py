@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from ..env import drain
 from ..errors import TaskError
+from ..host import Host, use_host
 from ..scheduler import run_host_tick
 from ..tasks import Task, last_tick, tasks_from_config
 from . import continuation
 
-__all__ = ["continue_at", "lambda_handler"]
+__all__ = ["continue_at", "lambda_handler", "lambda_host"]
 
 log = logging.getLogger("agent_unit.hosts.aws_lambda")
 
@@ -56,8 +57,33 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
     return sweep_later
 
 
+def lambda_host(url: str | None, secret: str | None, *, allowed_hosts: Iterable[str] = ("*",)) -> Host:
+    """AWS Lambda's :class:`~agent_unit.host.Host`, for a function at ``url`` (its own, from
+    configuration) whose internal routes take ``secret``.
+
+    Whole responses (``buffered``: Lambda's Python runtime sends a response once it is complete);
+    the EventBridge schedule sweeps (the container is frozen between invocations); a run that
+    yields continues under its unit's path at ``url`` (:func:`continue_at`); the internal routes
+    need the secret. ``allowed_hosts`` ``["*"]``: the platform routes by Host, so a rebinding
+    cannot arrive. ``wait_until`` work is this process's, drained before each response.
+    """
+    return Host(
+        name="aws-lambda",
+        buffered=True,
+        sweep="scheduled",
+        continues=lambda path: continue_at(url and url.rstrip("/") + path, secret),
+        secret=secret,
+        require_secret=True,
+        allowed_hosts=tuple(allowed_hosts),
+    )
+
+
 def lambda_handler(
-    create_app: Callable[[], Any], tasks: Mapping[str, Any] | None = None, *, lifespan: bool = False
+    create_app: Callable[[], Any],
+    tasks: Mapping[str, Any] | None = None,
+    *,
+    lifespan: bool = False,
+    host: Host | None = None,
 ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda handler for the app ``create_app()`` makes (once per container), and for the
     scheduled ``tasks`` (``{name: {"schedule", "handler"}}``) its EventBridge schedules name.
@@ -65,11 +91,20 @@ def lambda_handler(
     ``lifespan=True`` (a user's own app) runs the app's lifespan startup once per container, at
     its first invocation, and never its shutdown: Lambda freezes and then ends the container
     without notice. (Mangum's own ``lifespan="auto"`` would start and stop it every invocation.)
+    ``host`` (:func:`lambda_host`): every invocation, ``create_app()`` included, runs inside
+    :func:`~agent_unit.host.use_host` with it, so the agent units a user's own app creates (at
+    import, in its lifespan, at a request) are Lambda's.
     """
     state: dict[str, Any] = {}
     registry = tasks_from_config(tasks or {})
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if host is None:
+            return invoke(event, context)
+        with use_host(host):
+            return invoke(event, context)
+
+    def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if "app" not in state:
             from mangum import Mangum
 
@@ -137,8 +172,9 @@ async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -
         else last_tick(task.schedule, now)
     )
     engines = _engines(app)  # the tick is claimed in the (first) agent unit's store, if there is one
-    store = engines[0].store if engines else None
-    return await run_host_tick(task, at, store, owner=engines[0].owner if engines else "aws-lambda")
+    if engines:
+        return dict(await engines[0].run_tick(task, at))
+    return await run_host_tick(task, at, None, owner="aws-lambda")
 
 
 def _time_left(context: Any) -> float | None:

@@ -30,9 +30,12 @@ runs an app's lifespan around every request: agent-unit's own app needs none and
 without it; a user's own app (``server``) gets its lifespan around each request. ``env``
 (:data:`agent_unit.env.env`) reads the Worker's bindings and secrets; ``wait_until`` is the
 invocation's ``ctx.waitUntil``, which also holds the runs a request started that go on after its
-response (a 202). Crons run tasks from ``scheduled``: ``crons`` maps each
-Cron Trigger (in Cloudflare's own syntax, as ``wrangler.jsonc`` lists it) to task names, and
-each tick is claimed once in the store, so a repeated delivery runs nothing.
+response (a 202): each request, cron and alarm runs inside ``use_host`` with
+:func:`cloudflare_host` (the Worker's :class:`~agent_unit.host.Host` with that invocation's
+bindings and ``waitUntil``), so a user's own app imported there gets its units on it. Crons run
+tasks from ``scheduled``: ``crons`` maps each Cron Trigger (in Cloudflare's own syntax, as
+``wrangler.jsonc`` lists it) to task names, and each tick is claimed once in the store, so a
+repeated delivery runs nothing.
 
 Nothing here starts a thread, a signal handler or a subprocess (Pyodide has none), and the
 import is cheap: the app and the agents are made at the first request.
@@ -41,17 +44,23 @@ import is cheap: the app and the agents are made at the first request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .. import env as agent_env
+from ..host import Host, OnContinue, entered_host, use_host
 from ..stores.durable_objects import DurableObjectsStore
 from .durable_objects import durable_object_classes
 
-__all__ = ["SWEEP_TASK", "Worker", "create_worker", "hand_to_wait_until", "serve"]
+__all__ = ["HOST", "SWEEP_TASK", "Worker", "cloudflare_host", "create_worker", "hand_to_wait_until", "serve"]
+
+HOST = Host(name="cloudflare", sweep="scheduled", require_secret=True, allowed_hosts=("*",))
+"""Cloudflare Workers: the Cron Trigger sweeps (run objects: their alarms), the internal routes need
+the secret, and any ``Host`` is accepted: Cloudflare routes a request to the Worker only under its
+own routes and domains, so a DNS rebinding cannot arrive."""
 
 SWEEP_TASK = "agent-unit:sweep"
 """The task name that, in ``crons``, means the sweep (the default runtime's wake-ups and recovery)."""
@@ -78,6 +87,7 @@ class _NoLifespan:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.engine = app.engine
+        self.agent_host = app.agent_host
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -91,13 +101,23 @@ class _NoLifespan:
         await self.app(scope, receive, send)
 
 
+def cloudflare_host(worker_env: Any = None, ctx: Any = None, base: Host = HOST) -> Host:
+    """``base`` for one invocation: ``env`` reads the Worker's bindings and secrets
+    (``worker_env``), and :func:`agent_unit.env.wait_until` goes to ``ctx.waitUntil``."""
+    wait = getattr(ctx, "waitUntil", None)
+    return replace(
+        base,
+        bindings=None if worker_env is None else agent_env.WorkerBindings(worker_env),
+        wait_until=None if wait is None else (lambda work: hand_to_wait_until(wait, work)),
+    )
+
+
 async def serve(app: Any, request: Any, worker_env: Any, ctx: Any = None) -> Any:
-    """Answer ``request`` with the ASGI ``app`` through the Workers ASGI adapter, with
-    :func:`agent_unit.env.wait_until` sent to ``ctx.waitUntil``."""
+    """Answer ``request`` with the ASGI ``app`` through the Workers ASGI adapter, on
+    :func:`cloudflare_host` for this invocation (its bindings, ``ctx.waitUntil``)."""
     import workers  # type: ignore[import-not-found]
     from workers import asgi
 
-    agent_env.bind(agent_env.WorkerBindings(worker_env))
     if callable(getattr(workers, "import_from_javascript", None)) and "wait_until" not in vars(workers):
         # workers-runtime-sdk (1.9.5) hands a streamed response's clean-up to JS's waitUntil as a
         # borrowed proxy (an SSE stream: "Uncaught Error: This borrowed proxy was automatically
@@ -106,7 +126,7 @@ async def serve(app: Any, request: Any, worker_env: Any, ctx: Any = None) -> Any
     marker = object()
     token = _request.set(marker)
     try:
-        with _wait_until(ctx):
+        with use_host(cloudflare_host(worker_env, ctx, getattr(app, "agent_host", HOST))):
             response = await asgi.fetch(app, request, worker_env, ctx)
             _hold_runs(app, marker, ctx)
     finally:
@@ -182,16 +202,6 @@ def _sdk_wait_until(work: Awaitable[Any]) -> None:
     hand_to_wait_until(import_from_javascript("cloudflare:workers").waitUntil, work)
 
 
-@contextlib.contextmanager
-def _wait_until(ctx: Any) -> Iterator[None]:
-    wait = getattr(ctx, "waitUntil", None)
-    if wait is None:
-        yield
-        return
-    with agent_env.use_wait_until(lambda work: hand_to_wait_until(wait, work)):
-        yield
-
-
 class Worker:
     """The Worker's handlers and Durable Object classes (see :func:`create_worker`)."""
 
@@ -205,6 +215,7 @@ class Worker:
         tasks: Mapping[str, Any],
         store: str | None,
         unit_options: dict[str, Any],
+        host: Host = HOST,
     ) -> None:
         from ..tasks import tasks_from_config
 
@@ -226,7 +237,11 @@ class Worker:
         self._options = unit_options
         self._agents: Mapping[str, Any] | None = None
         self._app: Any = None
-        self.AgentUnitRun, self.AgentUnitIndex = durable_object_classes(self._object_unit, serve)
+        self._store: DurableObjectsStore | None = None  # the Worker's own (durable-objects runtime)
+        self.host = host
+        self.AgentUnitRun, self.AgentUnitIndex = durable_object_classes(
+            self._object_unit, serve, lambda worker_env, ctx: cloudflare_host(worker_env, ctx, self.host)
+        )
 
     # -- the apps, made at the first request (Workers limit startup time) ------------------
 
@@ -236,38 +251,31 @@ class Worker:
             self._agents = self._load_agents()
         return self._agents
 
-    def _unit(self, store: Any, on_continue: Any) -> Any:
+    def _unit(self, store: Any, host: Host) -> Any:
+        """The agent-unit app over ``store`` on ``host`` (made inside an invocation's ``use_host``,
+        so ``$AGENT_UNIT_SECRET`` is read from the Worker's secrets)."""
         from ..http import create_agent_unit
 
-        return create_agent_unit(
-            self.agents(),
-            store=store,
-            secret=agent_env.get("AGENT_UNIT_SECRET"),
-            require_secret=True,  # a deployed Worker: the internal routes need the secret
-            background_sweep=False,  # alarms (or the cron sweep) wake runs; nothing runs between requests
-            on_continue=on_continue,
-            **self._options,
-        )
+        return create_agent_unit(self.agents(), store=store, host=host, **self._options)
 
-    def _object_unit(self, store: DurableObjectsStore, on_continue: Any) -> Any:
-        return _NoLifespan(self._unit(store, on_continue))
+    def _object_unit(self, store: DurableObjectsStore, on_continue: OnContinue) -> Any:
+        # A run object's alarm sweeps its run; a run that yields continues in its next alarm.
+        return _NoLifespan(self._unit(store, replace(self.host, sweep="alarm", continues=lambda _path: on_continue)))
 
     def app(self, worker_env: Any) -> Any:
         """The app the Worker itself serves (made once per isolate, with its first ``env``)."""
         if self._app is not None:
             return self._app
-        agent_env.bind(agent_env.WorkerBindings(worker_env))
-        if self._load_server is not None:
-            from ..http import host_defaults
-
-            # Cloudflare routes a request to the Worker only under its own routes and domains: no
-            # rebinding can arrive, so the units the app creates answer any Host unless told otherwise.
-            host_defaults(background_sweep=False, allowed_hosts=["*"])
-            self._app = self._load_server()
-        elif self.runtime == "durable-objects":
-            self._app = _NoLifespan(self._unit(DurableObjectsStore(worker_env), None))
-        else:
-            self._app = _NoLifespan(self._unit(self._open_store(worker_env), self._continue_at()))
+        with use_host(entered_host() or cloudflare_host(worker_env, None, self.host)):
+            if self._load_server is not None:
+                # The units your app creates while it is imported (or at a request) get this host.
+                self._app = self._load_server()
+            elif self.runtime == "durable-objects":
+                self._store = DurableObjectsStore(worker_env)
+                self._app = _NoLifespan(self._unit(self._store, replace(self.host, sweep="alarm")))
+            else:
+                host = replace(self.host, continues=_continue_at)
+                self._app = _NoLifespan(self._unit(self._open_store(worker_env), host))
         return self._app
 
     def _open_store(self, worker_env: Any) -> Any:
@@ -284,28 +292,18 @@ class Worker:
 
         return open_store(url)
 
-    def _continue_at(self) -> Any:
-        """A yielded run continues at the Worker's own URL (``$AGENT_UNIT_URL``), else in this request."""
-        from .continuation import continue_at
-
-        url = agent_env.get("AGENT_UNIT_URL")
-        secret = agent_env.get("AGENT_UNIT_SECRET")
-        if not url or not secret:
-            return None
-        base = "/" + str(self._options.get("base_path", "/")).strip("/")
-        return continue_at(url.rstrip("/") + ("" if base == "/" else base), secret)
-
     # -- the handlers ------------------------------------------------------------------------
 
     async def fetch(self, request: Any, worker_env: Any, ctx: Any = None) -> Any:
         """The Worker's ``fetch``: route a run's requests to its object, serve the rest here."""
-        app = self.app(worker_env)
-        if self._load_server is None and self.runtime == "durable-objects":
-            stub = await self._object_for(request, app.engine.store)
-            if stub is not None:
-                agent_env.bind(agent_env.WorkerBindings(worker_env))
-                return await stub.fetch(getattr(request, "js_object", request))
-        return await serve(app, request, worker_env, ctx)
+        with use_host(cloudflare_host(worker_env, ctx, self.host)):
+            app = self.app(worker_env)
+            if self._load_server is None and self.runtime == "durable-objects":
+                assert self._store is not None  # made with the app
+                stub = await self._object_for(request, self._store)
+                if stub is not None:
+                    return await stub.fetch(getattr(request, "js_object", request))
+            return await serve(app, request, worker_env, ctx)
 
     async def _object_for(self, request: Any, store: DurableObjectsStore) -> Any:
         """The run object that serves ``request``: a new one for a start, the run's own for a run."""
@@ -328,19 +326,20 @@ class Worker:
         """The Worker's ``scheduled``: run the tasks (and the sweep) of the Cron Trigger that fired."""
         from ..scheduler import run_host_tick
 
-        app = self.app(worker_env)
         at = datetime.fromtimestamp(float(controller.scheduledTime) / 1000, UTC)
         names = self.crons.get(str(controller.cron), ())
-        engines = self._engines(app)
-        store = engines[0].store if engines else None
-        with _wait_until(ctx):
+        with use_host(cloudflare_host(worker_env, ctx, self.host)):
+            engines = self._engines(self.app(worker_env))
             for name in names:
                 if name == SWEEP_TASK:
                     for engine in engines:
-                        if not isinstance(engine.store, DurableObjectsStore):  # run objects sweep by alarm
+                        if engine.host.sweep == "scheduled":  # run objects sweep by their alarms
                             await engine.sweep(wait=True)
                     continue
-                await run_host_tick(self.tasks[name], at, store, owner="cloudflare-cron")
+                if engines:  # claimed in the (first) agent unit's store
+                    await engines[0].run_tick(self.tasks[name], at, owner="cloudflare-cron")
+                else:
+                    await run_host_tick(self.tasks[name], at, None, owner="cloudflare-cron")
 
     def _engines(self, app: Any) -> list[Any]:
         if self._load_server is None:
@@ -348,6 +347,18 @@ class Worker:
         from ..http import agent_units
 
         return [unit.engine for unit in agent_units()]
+
+
+def _continue_at(path: str) -> OnContinue | None:
+    """A yielded run continues at the Worker's own URL (``$AGENT_UNIT_URL``) under ``path``, else in
+    this request (the default runtime; read from the Worker's bindings when the unit is made)."""
+    from .continuation import continue_at
+
+    url = agent_env.get("AGENT_UNIT_URL")
+    secret = agent_env.get("AGENT_UNIT_SECRET")
+    if not url or not secret:
+        return None
+    return continue_at(url.rstrip("/") + path, secret)
 
 
 def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
@@ -362,6 +373,7 @@ def create_worker(
     crons: Mapping[str, Sequence[str]] | None = None,
     tasks: Mapping[str, Any] | None = None,
     store: str | None = None,
+    host: Host = HOST,
     **unit_options: Any,
 ) -> Worker:
     """The Worker for ``agents`` (a function that loads them: called at the first request).
@@ -371,10 +383,11 @@ def create_worker(
     tables. ``store`` is the default runtime's ``"d1://BINDING"``. ``unit_options`` go to
     :func:`agent_unit.http.create_agent_unit` (``name``, ``base_path``, ``authorize``, ``budget``...).
     The Durable Object bindings are named ``AGENT_UNIT_RUNS`` and ``AGENT_UNIT_INDEX``.
-    ``allowed_hosts`` defaults to ``["*"]``: Cloudflare routes a request to the Worker only under
-    its own routes and domains, so a DNS rebinding cannot arrive.
+    ``host`` (default :data:`HOST`) is what the Worker's units are given, with each invocation's
+    bindings and ``ctx.waitUntil`` (:func:`cloudflare_host`); its ``allowed_hosts`` is ``["*"]``:
+    Cloudflare routes a request to the Worker only under its own routes and domains, so a DNS
+    rebinding cannot arrive.
     """
-    unit_options.setdefault("allowed_hosts", ["*"])
     return Worker(
         agents,
         runtime=runtime,
@@ -383,4 +396,5 @@ def create_worker(
         tasks=tasks or {},
         store=store,
         unit_options=unit_options,
+        host=host,
     )

@@ -33,8 +33,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .. import env as agent_env
 from ..errors import RunConflict, RunNotFound
+from ..host import Host, use_host
 from ..records import RunStatus
 from ..stores.durable_objects import DurableObjectsStore, IndexStorage, RunStorage, answer
 
@@ -45,13 +45,22 @@ Serve = Callable[[Any, Any, Any, Any], Awaitable[Any]]
 """How an object serves a request with an ASGI app: ``serve(app, request, env, ctx)``."""
 
 
-def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any], serve: Serve) -> tuple[type, type]:
+def durable_object_classes(
+    make_unit: Callable[[DurableObjectsStore, Any], Any],
+    serve: Serve,
+    host: Callable[[Any, Any], Host] | None = None,
+) -> tuple[type, type]:
     """``(AgentUnitRun, AgentUnitIndex)``, the classes a Worker's entry exports.
 
     ``make_unit(store, on_continue)`` makes the agent-unit app of one run object (its engine over
     ``store``, continuing a yielded run through ``on_continue``); ``serve`` answers a request
-    with it through the Workers ASGI adapter.
+    with it through the Workers ASGI adapter. ``host(env, ctx)`` is the host an object's request
+    or alarm runs on (its bindings and ``waitUntil``): the unit is made, and the run executes, on it.
     """
+
+    def hosted(worker_env: Any, ctx: Any) -> Any:
+        return contextlib.nullcontext() if host is None else use_host(host(worker_env, ctx))
+
     from workers import DurableObject  # type: ignore[import-not-found]
 
     class AgentUnitRun(DurableObject):  # type: ignore[misc]
@@ -75,15 +84,19 @@ def durable_object_classes(make_unit: Callable[[DurableObjectsStore, Any], Any],
             await self.store.alarm_by(run_id, float(Date.now()) / 1000)
 
         async def fetch(self, request: Any) -> Any:
-            return await serve(self.unit, request, self.env, self.ctx)
+            with hosted(self.env, self.ctx):
+                return await serve(self.unit, request, self.env, self.ctx)
 
         async def alarm(self, info: Any = None) -> None:
             """Wake, continue, recover or delete this object's run, whichever is due, and wait for it.
 
-            ``env`` is bound here: the alarm may be a fresh isolate's first event (after an
-            eviction or a deploy), and the run's steps read its secrets and bindings.
+            The host (and so ``env``) is set here too: the alarm may be a fresh isolate's first event
+            (after an eviction or a deploy), and the run's steps read its secrets and bindings.
             """
-            agent_env.bind(agent_env.WorkerBindings(self.env))
+            with hosted(self.env, self.ctx):
+                await self._alarm()
+
+        async def _alarm(self) -> None:
             run_id = self.store.home.run_id if self.store.home is not None else None
             if run_id is None:
                 return

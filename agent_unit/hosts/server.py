@@ -21,10 +21,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..env import drain
+from ..host import SERVER
 from ..scheduler import Scheduler
 from ..stores import Store, open_store
 
-__all__ = ["ServerApp", "serve"]
+__all__ = ["HOST", "ServerApp", "serve"]
+
+HOST = SERVER
+"""A long-lived server's :class:`~agent_unit.host.Host` (the defaults): the engine sweeps by
+itself, a yielded run continues in this process, ``wait_until`` work is drained at shutdown."""
 
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]

@@ -28,16 +28,17 @@ import asyncio
 import contextvars
 import hmac
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from .. import env
-from ..env import use_wait_until
 from ..errors import TaskNotFound, Unauthorized
+from ..host import Host, use_host
 from . import continuation
 
-__all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve"]
+__all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve", "vercel_host"]
 
 log = logging.getLogger("agent_unit.hosts.vercel")
 
@@ -85,6 +86,27 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Awaitabl
     return continuation.continue_at(url, secret, {"x-vercel-protection-bypass": bypass} if bypass else None)
 
 
+def vercel_host(url: str | None = None, *, allowed_hosts: Iterable[str] = ("*",)) -> Host:
+    """Vercel's :class:`~agent_unit.host.Host`, read from the environment at start.
+
+    Vercel's cron sweeps (instances freeze between requests); a run that yields continues under
+    its unit's path at :func:`deployment_url` (``url``: the configured one); the internal routes
+    need the secret (``$AGENT_UNIT_SECRET``, else ``$CRON_SECRET``). ``allowed_hosts`` ``["*"]``:
+    Vercel routes a request to the function only under the deployment's own domains (its URL,
+    branch URL, aliases, custom domains), so a DNS rebinding cannot arrive. Each request's
+    ``wait_until`` is its invocation's (:class:`VercelApp` adds it per request).
+    """
+    own, secret = deployment_url(url), secrets()[0]
+    return Host(
+        name="vercel",
+        sweep="scheduled",
+        continues=lambda path: continue_at(own and own + path, secret),
+        secret=secret,
+        require_secret=True,
+        allowed_hosts=tuple(allowed_hosts),
+    )
+
+
 class VercelApp:
     """The ASGI app Vercel's runtime serves: the agent-unit app, held open until its runs settle."""
 
@@ -96,8 +118,10 @@ class VercelApp:
         secret: str | None,
         cron_secret: str | None,
         tasks: Mapping[str, Any] | None = None,
+        host: Host | None = None,
     ) -> None:
         self.app = app
+        self.host = host or vercel_host()
         self.engine = getattr(app, "engine", None)  # None: a user's own app (server = "module:app")
         prefix = "/" + base_path.strip("/")
         self.sweep_path = ("" if prefix == "/" else prefix) + "/__agent-unit/sweep"
@@ -110,7 +134,8 @@ class VercelApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)  # lifespan: the store is checked once per instance
+            with use_host(self.host):  # the units a user's app creates in its lifespan are Vercel's
+                await self.app(scope, receive, send)  # lifespan: the store is checked once per instance
             return
         if scope["path"] == self.sweep_path and self.engine is not None:
             scope = self._from_cron(scope)
@@ -118,7 +143,7 @@ class VercelApp:
         reset = _request.set(request)
         later: list[asyncio.Future[Any]] = []
         try:
-            with use_wait_until(lambda work: later.append(asyncio.ensure_future(work))):
+            with use_host(replace(self.host, wait_until=lambda work: later.append(asyncio.ensure_future(work)))):
                 serve = self.app
                 if scope["path"].startswith(self.tasks_path) or (
                     scope["path"] == self.sweep_path and self.engine is None
@@ -168,8 +193,7 @@ class VercelApp:
         else:
             at = last_tick(task.schedule, datetime.now(UTC))  # Vercel calls at the tick, or a little after
             engines = self._engines()  # claimed in the (first) agent unit's store, if there is one
-            store, owner = (engines[0].store, engines[0].owner) if engines else (None, "vercel")
-            done = await run_host_tick(task, at, store, owner=owner)
+            done = await (engines[0].run_tick(task, at) if engines else run_host_tick(task, at, None, owner="vercel"))
             response = JSONResponse(done)
         await response(scope, receive, send)
 
@@ -220,35 +244,25 @@ def create_app(
     """The agent-unit app for a Vercel function: ``options`` go to ``create_agent_unit``;
     ``tasks`` (``{name: {"schedule", "handler"}}``) run when their cron entries call them.
 
-    Internal routes need a secret (``$AGENT_UNIT_SECRET`` or ``$CRON_SECRET``); the engine does
-    not sweep by itself (Vercel's cron does) and continues yielded runs at :func:`deployment_url`.
-    ``allowed_hosts`` defaults to ``["*"]``: Vercel routes a request to the function only under
-    the deployment's own domains (its URL, branch URL, aliases, custom domains), so a DNS
-    rebinding cannot arrive, and none of them is refused.
+    The unit is on :func:`vercel_host` (``url``): its internal routes need a secret
+    (``$AGENT_UNIT_SECRET`` or ``$CRON_SECRET``), the engine does not sweep by itself (Vercel's
+    cron does) and continues yielded runs at :func:`deployment_url`, and any ``Host`` is accepted.
     """
     from ..http import create_agent_unit
 
     secret, cron_secret = secrets()
-    own = deployment_url(url)
-    options.setdefault("allowed_hosts", ["*"])
-    prefix = "/" + base_path.strip("/")
+    host = vercel_host(url)
     unit = create_agent_unit(
-        agents,
-        store=store,
-        base_path=base_path,
-        secret=secret,
-        require_secret=True,  # a deployed build: the internal routes need the secret
-        public_url=own,
-        background_sweep=False,  # instances freeze between requests: Vercel's cron sweeps
-        on_continue=continue_at(own and own + ("" if prefix == "/" else prefix), secret),
-        **options,
+        agents, store=store, base_path=base_path, public_url=deployment_url(url), host=host, **options
     )
-    return VercelApp(unit, base_path=base_path, secret=secret, cron_secret=cron_secret, tasks=tasks)
+    return VercelApp(unit, base_path=base_path, secret=secret, cron_secret=cron_secret, tasks=tasks, host=host)
 
 
-def serve(app: Any, *, tasks: Mapping[str, Any] | None = None) -> VercelApp:
+def serve(app: Any, *, tasks: Mapping[str, Any] | None = None, host: Host | None = None) -> VercelApp:
     """A user's own ASGI app (``server = "module:app"``) for a Vercel function: its ``wait_until``
     work is part of each invocation, ``tasks`` run when their cron entries call them, and the
-    sweep's cron reaches every agent unit the app created."""
+    sweep's cron reaches every agent unit the app created. Each request runs inside
+    :func:`~agent_unit.host.use_host` with ``host`` (default :func:`vercel_host`), so the units
+    the app creates at a request are Vercel's; the entry imports the app inside it too."""
     secret, cron_secret = secrets()
-    return VercelApp(app, secret=secret, cron_secret=cron_secret, tasks=tasks)
+    return VercelApp(app, secret=secret, cron_secret=cron_secret, tasks=tasks, host=host)

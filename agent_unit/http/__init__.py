@@ -1,7 +1,7 @@
 """The HTTP API (Starlette): routes, the SSE event stream, authorization, and the gateway every protocol uses."""
 
 from ..errors import Forbidden, Unauthorized
-from .app import AgentUnit, agent_units, clear_host_defaults, create_agent_unit, host_defaults
+from .app import AgentUnit, agent_units, create_agent_unit
 from .gateway import Gateway
 from .inbox import create_inbox
 
@@ -10,9 +10,7 @@ __all__ = [
     "Forbidden",
     "Gateway",
     "agent_units",
-    "clear_host_defaults",
     "Unauthorized",
     "create_agent_unit",
     "create_inbox",
-    "host_defaults",
 ]

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import inspect
 import itertools
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -37,6 +38,7 @@ from ..errors import (
     MethodNotAllowed,
     RouteNotFound,
 )
+from ..host import SERVER, Host, current_host, entered_host, use_host
 from ..ids import is_id
 from ..records import RunRecord
 from ..scheduler import Scheduler
@@ -50,7 +52,7 @@ from .responses import JSONResponse
 from .routes import served_routes
 from .sse import SSEResponse, event_messages
 
-__all__ = ["AgentUnit", "agent_units", "clear_host_defaults", "create_agent_unit", "host_defaults"]
+__all__ = ["AgentUnit", "agent_units", "create_agent_unit"]
 
 log = logging.getLogger("agent_unit.http")
 
@@ -72,51 +74,16 @@ class AgentUnit(Starlette):
     created: int  # this process's count of units when it was made: agent_units() lists them in order
     mount_path: str = ""  # where an outer app mounts it (its first request's root_path): continuations go there
 
+    agent_host: Host  # what its host provides: a request outside any use_host() is served on it
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             self.mount_path = scope.get("root_path", "")
-        await super().__call__(scope, receive, send)
-
-
-_host: dict[str, Any] = {}
-
-
-def host_defaults(
-    *,
-    buffered: bool | None = None,
-    background_sweep: bool | None = None,
-    continue_to: Callable[[str], Any] | None = None,
-    secret: str | None = None,
-    require_secret: bool | None = None,
-    allowed_hosts: Iterable[str] | None = None,
-) -> None:
-    """What a host sets before a user's own app (``server = "module:app"``) creates its agent units.
-
-    Each unit the app then creates without saying otherwise gets them: ``buffered`` (Lambda's
-    runtime sends whole responses), ``background_sweep`` (off where the host's schedule
-    sweeps), ``continue_to(mount_path)``, the engine's ``on_continue`` for a unit mounted
-    at ``mount_path`` (read from its requests), so a run that yields continues under the
-    unit's own mount at the deployment's own URL, and ``secret``/``require_secret``: the
-    secret its continuations send, which its internal routes then need (a deployed host
-    refuses them without one, as a plain agents build does), and ``allowed_hosts``: ``["*"]``
-    where the platform routes a request to the deployment only under its own domains, so a
-    rebinding cannot arrive there.
-    """
-    given = {
-        "buffered": buffered,
-        "background_sweep": background_sweep,
-        "continue_to": continue_to,
-        "secret": secret,
-        "require_secret": require_secret,
-        "allowed_hosts": None if allowed_hosts is None else list(allowed_hosts),
-    }
-    _host.update({key: value for key, value in given.items() if value is not None})
-
-
-def clear_host_defaults() -> None:
-    """Forget what :func:`host_defaults` set: for a process that serves one host's app after
-    another's (a test suite), so the next unit gets the library's own defaults."""
-    _host.clear()
+        if entered_host() is not None or self.agent_host is SERVER:
+            await super().__call__(scope, receive, send)
+            return
+        with use_host(self.agent_host):  # a host given to create_agent_unit: its bindings and wait_until
+            await super().__call__(scope, receive, send)
 
 
 _count = itertools.count()
@@ -153,6 +120,7 @@ def create_agent_unit(
     ui: bool = False,
     buffered: bool | None = None,
     tasks: Mapping[str, Any] | None = None,
+    host: Host | None = None,
     **engine_options: Any,
 ) -> AgentUnit:
     """The HTTP API for ``agents`` (default: discovered from ``./agents``) over ``store``.
@@ -167,7 +135,7 @@ def create_agent_unit(
     with its subdomains, ``*.example.com``, or ``*`` for any) a request's ``Host`` may be besides
     the public URL's, loopback names and addresses: a Host not listed is refused (421) where
     the deployment names itself or the request came over loopback, so DNS rebinding cannot
-    act (default: the host's, see ``host_defaults``; else none). ``a2a_default_agent`` is the
+    act (default: the host's ``allowed_hosts``). ``a2a_default_agent`` is the
     agent a new A2A task on ``POST /a2a`` runs when its message names no skill (each agent
     also has its own ``/agents/{name}/a2a``).
     ``mcp=False`` leaves out ``POST /mcp``; ``ui=True`` serves the approvals inbox at
@@ -177,24 +145,31 @@ def create_agent_unit(
     yields, and event streams return the events stored so far.
     ``tasks`` (``{name: {"schedule", "handler"}}``, as ``[tasks.NAME]``) run on the in-process
     scheduler from the lifespan's start, each tick claimed once across servers in the store.
+    ``host`` (:class:`~agent_unit.host.Host`; default the one of :func:`~agent_unit.host.use_host`
+    around this call, else a plain server's) says what the host provides: the engine gets it, a
+    run that yields continues through ``host.continues`` under the unit's own path, and
+    ``buffered``, ``secret``, ``require_secret`` and ``allowed_hosts`` default to its answers.
     """
     public_url = public_url if public_url is not None else env.get("AGENT_UNIT_URL")
     origins = Origins(public_url, allowed_origins)  # a wrong entry fails here, not at a request
-    hosts = HostNames(public_url, _host.get("allowed_hosts", ()) if allowed_hosts is None else allowed_hosts)
-    buffered = _host.get("buffered", False) if buffered is None else buffered
+    host = host if host is not None else current_host()
+    hosts = HostNames(public_url, host.allowed_hosts if allowed_hosts is None else allowed_hosts)
+    buffered = host.buffered if buffered is None else buffered
     holder: list[AgentUnit] = []  # the app, made below: a host's continuation reads its mount path
-    if engine is None and "background_sweep" in _host:
-        engine_options.setdefault("background_sweep", _host["background_sweep"])
-    if engine is None and "continue_to" in _host and "on_continue" not in engine_options:
-        continue_to = _host["continue_to"]
+    prefix = "/" + base_path.strip("/")
+    own_path = "" if prefix == "/" else prefix
+    continues = host.continues
+    # A host whose continuation is None here continues a yielded run in this process.
+    if engine is None and continues is not None and "on_continue" not in engine_options and continues(own_path):
 
         async def on_continue(run_id: str) -> None:
-            handed = continue_to(holder[0].mount_path if holder else "")
+            handed = continues((holder[0].mount_path if holder else "") + own_path)
             if handed is not None:
-                await handed(run_id)
+                await _maybe_await(handed(run_id))
 
         engine_options["on_continue"] = on_continue
     if engine is None:
+        engine_options.setdefault("host", host)
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
     elif agents is not None or store is not None or engine_options:
         raise TypeError("pass either engine=, or agents/store/engine options, not both")
@@ -216,8 +191,8 @@ def create_agent_unit(
     )
     api = _Routes(
         gateway,
-        secret=secret if secret is not None else _host.get("secret") or env.get("AGENT_UNIT_SECRET"),
-        require_secret=_host.get("require_secret", production()) if require_secret is None else require_secret,
+        secret=secret if secret is not None else host.secret or env.get("AGENT_UNIT_SECRET"),
+        require_secret=_first(require_secret, host.require_secret, production()),
     )
     # The protocols: each module is imported at its first request, so no other route and no
     # cold start pays for its SDK.
@@ -241,7 +216,6 @@ def create_agent_unit(
     routes: list[BaseRoute] = [
         Route(spec.path, endpoints[spec.name], methods=list(spec.methods)) for spec in served_routes(mcp=mcp, ui=ui)
     ]
-    prefix = "/" + base_path.strip("/")
     if prefix != "/":
         routes = [Mount(prefix, routes=routes)]
 
@@ -271,11 +245,22 @@ def create_agent_unit(
     )
     app.engine = engine
     app.gateway = gateway
+    app.agent_host = host
     app.scheduler = scheduler
     app.created = next(_count)
     _created.add(app)
     holder.append(app)
     return app
+
+
+def _first(*answers: bool | None) -> bool:
+    """The first answer given: an argument's, then the host's, then the library's default."""
+    return next(answer for answer in answers if answer is not None)
+
+
+async def _maybe_await(value: Any) -> None:
+    if inspect.isawaitable(value):
+        await value
 
 
 def _error(status: int, code: str, message: str, details: Any = None) -> JSONResponse:

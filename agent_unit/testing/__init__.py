@@ -20,12 +20,14 @@ from ..durations import Duration, parse_duration
 from ..engine import RunEngine
 from ..env import drain
 from ..errors import AdapterCheckFailed
+from ..host import Host
 from ..records import RunRecord, StoredEvent
 from ..run import current_run
 from ..stores import Store
 from ..stores.memory import MemoryStore
 
 __all__ = [
+    "HOST",
     "AdapterCheckFailed",
     "EffectKit",
     "TestUnit",
@@ -84,6 +86,12 @@ class TestUnit:
         await self.close()
 
 
+HOST = Host(name="test")
+"""The test unit's :class:`~agent_unit.host.Host`: a server's answers; its manual clock means no
+sweep or timer runs by itself (``advance()`` moves time), and ``wait_until`` work is drained
+before each call returns."""
+
+
 def create_test_unit(
     agents: Mapping[str, Agent],
     store: Store | str | None = None,
@@ -92,9 +100,11 @@ def create_test_unit(
 ) -> TestUnit:
     """A test unit over ``store`` (a fresh in-memory store by default) and a manual clock.
 
-    ``options`` go to :class:`RunEngine` (``budget``, ``retention``, ``lease_ttl``...).
+    ``options`` go to :class:`RunEngine` (``budget``, ``retention``, ``lease_ttl``, ``host``...).
+    Its host is :data:`HOST` unless ``host=`` says otherwise.
     """
     clock = clock or ManualClock()
+    options.setdefault("host", HOST)
     engine = RunEngine(agents, store if store is not None else MemoryStore(), clock=clock, **options)
     return TestUnit(engine, clock)
 

@@ -15,7 +15,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from agent_unit import Run, create_agent_unit, define_agent
-from agent_unit.env import bind, drain, env, pending, use_wait_until, wait_until
+from agent_unit.env import drain, env, pending, wait_until
+from agent_unit.host import Host, use_host
 from agent_unit.testing import create_test_unit
 
 from ..hosts.test_mangum import Context, http_api_event
@@ -40,11 +41,9 @@ def test_env_reads_the_process_environment_then_the_bound_values_and_cannot_be_w
     assert "AU_TEST_KEY" in env and "AU_TEST_KEY" in list(env)
     monkeypatch.setenv("AU_TEST_KEY", "changed")
     assert env["AU_TEST_KEY"] == "changed"  # read at each access, never a copy
-    bind({"AU_TEST_KEY": "from-binding", "DB": object()})
-    try:
+    with use_host(Host(bindings={"AU_TEST_KEY": "from-binding", "DB": object()})):
         assert env["AU_TEST_KEY"] == "from-binding" and "DB" in env
-    finally:
-        bind(None)
+    assert env["AU_TEST_KEY"] == "changed" and "DB" not in env  # the host's bindings end with its block
     with pytest.raises(TypeError):
         env["AU_TEST_KEY"] = "x"  # type: ignore[index]
     assert "changed" not in repr(env)  # values hold secrets
@@ -104,7 +103,7 @@ def test_without_an_event_loop_wait_until_is_an_error_not_a_silent_drop() -> Non
 
 async def test_a_hosts_own_wait_until_receives_the_work_within_its_block(caplog: pytest.LogCaptureFixture) -> None:
     given: list[Any] = []
-    with use_wait_until(given.append):
+    with use_host(Host(wait_until=given.append)):
         wait_until(broken(), name="to-the-host")
     assert pending() == [] and len(given) == 1
     with caplog.at_level(logging.ERROR, logger="agent_unit"):

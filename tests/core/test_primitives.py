@@ -342,7 +342,7 @@ async def test_unknown_state_scope() -> None:
 
 
 async def test_secrets_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_unit import env
+    from agent_unit import Host, use_host
 
     monkeypatch.setenv("PAYMENTS_KEY", "sk_test")
 
@@ -352,11 +352,8 @@ async def test_secrets_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 
     unit = create_test_unit({"a": agent})
     assert (await unit.run("a")).output == ["sk_test", None, None]
-    env.bind({"BOUND": "from-binding"})
-    try:
+    with use_host(Host(bindings={"BOUND": "from-binding"})):
         assert (await unit.run("a")).output == ["sk_test", None, "from-binding"]
-    finally:
-        env.bind(None)
 
 
 async def test_use_run_outside_a_run() -> None:

@@ -15,8 +15,6 @@ from typing import Any
 
 import pytest
 
-from agent_unit import env as agent_env
-
 from . import agents as fixtures
 from .deployment import SECRET, Deployment
 from .workers_sim import uninstall
@@ -54,7 +52,6 @@ async def deployment() -> AsyncIterator[Deployment]:
     fixtures.gate.clear()
     yield Deployment()
     fixtures.gate.set()
-    agent_env.bind(None)
     uninstall()
 
 

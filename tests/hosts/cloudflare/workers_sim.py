@@ -522,13 +522,11 @@ class WorkersSim:
     ) -> Isolate:
         """A new isolate over the same storage: ``bindings`` maps a binding name to a class name.
 
-        Its modules start afresh, so nothing an earlier isolate bound (``env``) carries over.
+        Nothing an earlier isolate set carries over: agent-unit keeps no process-wide binding
+        (each invocation runs inside its own host).
         """
-        from agent_unit import env as agent_env
-
         if self.current is not None:
             self.current.alive = False
-        agent_env.bind(None)
         isolate = Isolate(self, entry, dict(classes))
         for binding, class_name in bindings.items():
             setattr(isolate.env, binding, Namespace(isolate, class_name))
