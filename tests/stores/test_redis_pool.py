@@ -94,6 +94,13 @@ async def test_500_followers_on_a_healthy_redis_all_get_the_run_to_its_end_and_h
                         break
                 return stream.status_code, lines
 
+        # The subscription starts at the first reader; when it is heard, every reader reads once more
+        # (writes before it were not heard). Hear it first, so the window below sees only waiting.
+        app.engine.tail.listen(run["id"])
+        deadline = time.monotonic() + 30
+        while not app.engine.tail.hearing:
+            assert time.monotonic() < deadline, "the Redis subscription was never heard"
+            await asyncio.sleep(0.05)
         followers = [asyncio.create_task(follow()) for _ in range(500)]
         deadline = time.monotonic() + 120
         while waiting < 500 and not any(task.done() for task in followers):
