@@ -34,13 +34,13 @@ from .errors import (
     NotInterrupted,
     RunConflict,
     RunNotFound,
+    StoreUnavailable,
     UnstorableValue,
 )
 from .executor import Executor
 from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
 from .owners import process_owner
-from .reads import RunReads
 from .records import (
     JournalEntry,
     RunPage,
@@ -57,6 +57,8 @@ from .tasks import Task
 __all__ = ["RunEngine", "SweepResult"]
 
 log = logging.getLogger("agent_unit")
+
+_NO_RUN = "run_healthz"  # the id a ping reads: no run ever has it
 
 MAX_THREAD_ID = 256
 
@@ -88,7 +90,7 @@ def _seconds(value: Duration | None) -> float | None:
     return None if value is None else parse_duration(value).total_seconds()
 
 
-class RunEngine(RunReads):
+class RunEngine:
     """Starts, executes, parks, wakes and recovers runs over one store.
 
     ``host`` (:class:`~agent_unit.host.Host`, default a long-lived server's) says how a yielded
@@ -105,8 +107,9 @@ class RunEngine(RunReads):
     others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
     raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
     What a protocol reads besides ``get``, ``list`` and ``events`` (a run's last seq, its
-    journaled values, a health ping) is in :class:`~agent_unit.reads.RunReads`: nothing
-    above the engine reads its ``store``.
+    journaled values, a health ping) is here too: nothing above the engine reads its
+    ``store``, so what a read means (an id no store can hold is no run; a store that does not
+    answer is a 503) is decided once, here.
     """
 
     def __init__(
@@ -196,6 +199,32 @@ class RunEngine(RunReads):
         if not jsontext.storable_name(run_id):
             raise RunNotFound(f"run {jsontext.shown(run_id)} does not exist")
         return await self.store.read_events(run_id, after=after, limit=limit)
+
+    async def find(self, run_id: str) -> RunRecord | None:
+        """The run's record, or None where there is none (a stream that outlived a delete ends)."""
+        return await self.store.load_run(run_id) if jsontext.storable_name(run_id) else None
+
+    async def last_seq(self, run_id: str) -> int:
+        """The seq of the run's last stored event (0: none): a stream started after it shows only what comes next."""
+        return await self.store.last_seq(run_id)
+
+    async def journal_values(self, run_id: str) -> dict[str, Any]:
+        """Each value the run journaled (a step's result, an interrupt's answer), parsed, by key;
+        entries that recorded an error are left out. A2A rebuilds a task's history from them."""
+        journal = await self.store.load_journal(run_id)
+        return {key: json.loads(entry.value) for key, entry in journal.items() if entry.value is not None}
+
+    async def ping(self, seconds: float) -> None:
+        """Raise :class:`~agent_unit.errors.StoreUnavailable` unless the store answers one read
+        within ``seconds``: a health check's question. One read of a run that never
+        exists: a round trip on every store, and no write."""
+        try:
+            await asyncio.wait_for(self.store.load_run(_NO_RUN), seconds)
+        except StoreUnavailable:
+            raise  # the store logged where and why
+        except Exception as exc:  # noqa: BLE001 - whatever the driver raised, the store did not answer
+            log.warning("healthz: the store did not answer (%s)", type(exc).__name__)
+            raise StoreUnavailable(f"the store did not answer ({type(exc).__name__})") from None
 
     def executing(self) -> dict[str, asyncio.Task[None]]:
         """The task executing each run in this process, by run id (a copy: it does not change under you).
