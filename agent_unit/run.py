@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from .execution import Execution
 
 __all__ = [
+    "UNTYPED",  # the adapter API names it here (agent_unit.run.UNTYPED)
     "Run",
     "RunState",
     "Secrets",
