@@ -1,4 +1,8 @@
-"""agent-unit: durable runs for any Python agent framework, on any host."""
+"""agent-unit: durable runs for any Python agent framework, on any host.
+
+These names are the documented API (the README's "What `agent_unit` exports"); every other
+module is for adapters, hosts and the engine's own parts, and says so where it is public.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from .errors import (
     UnstorableValue,
 )
 from .host import Host, use_host
-from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
+from .parks import Park
 from .records import RunRecord, RunStatus
 from .retry import RetryPolicy
 from .run import Run, StepContext, use_run
@@ -43,8 +47,6 @@ __all__ = [
     "AgentNotFound",
     "AgentUnitError",
     "Host",
-    "Cancelled",
-    "Interrupted",
     "InvalidAnswer",
     "InvalidInput",
     "NotInterrupted",
@@ -56,11 +58,9 @@ __all__ = [
     "RunNotFound",
     "RunRecord",
     "RunStatus",
-    "Sleeping",
     "StepContext",
     "StepResultError",
     "UnstorableValue",
-    "Yielded",
     "__version__",
     "create_agent_unit",
     "define_agent",

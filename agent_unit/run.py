@@ -13,33 +13,28 @@ swallow it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import copy
 import functools
 import hashlib
-import importlib
-import inspect
 import json
 import sys
-import types
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from . import env, jsontext
 from .answers import type_ref
+from .callables import call, return_annotation, wants_context
 from .clock import to_datetime, to_epoch
+from .codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
 from .durations import Duration, parse_duration
 from .errors import (
-    VALUE_ERRORS,
     AgentUnitError,
     NonDeterminismError,
     RunConflict,
-    StepFailed,
     StepResultError,
     StoreUnavailable,
     UnstorableValue,
@@ -48,13 +43,13 @@ from .events import MESSAGE, custom, dumps, step_finished, step_retry, step_star
 from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry
 from .retry import RetryPolicy
-from .threads import run_in_thread
+from .usage import merge_usage
 
 if TYPE_CHECKING:
     from .execution import Execution
 
 __all__ = [
-    "UNTYPED",
+    "UNTYPED",  # the adapter API names it here (agent_unit.run.UNTYPED)
     "Run",
     "RunState",
     "Secrets",
@@ -124,9 +119,6 @@ def idempotency_key(run_id: str, key: str) -> str:
     return hashlib.sha256(f"{run_id}\x00{key}".encode()).hexdigest()[:40]
 
 
-UNTYPED: Any = object()
-"""The type of a journaled value that has none: it is stored as JSON and replayed as plain JSON
-data (dicts, lists, strings, numbers). Pass a type instead to have the value rebuilt as it."""
 STEP_STARTED_WAIT = 0.05
 """Seconds a step's STEP_STARTED waits in the buffer before it is written on its own.
 
@@ -138,197 +130,8 @@ turn instead cost a sync step a second commit: its thread hop always yields to t
 STEP_THREADS = sys.platform != "emscripten"
 """Whether sync step functions run in worker threads; False runs them inline (Pyodide, in Workers, has none)."""
 
-_adapters: dict[Any, TypeAdapter[Any]] = {}
-_arity: dict[Any, bool] = {}
-_returns: dict[Any, Any] = {}
-_schemas: dict[Any, dict[str, Any]] = {}
-
-
-def _adapter(annotation: Any) -> TypeAdapter[Any]:
-    try:
-        return _adapters[annotation]
-    except KeyError:
-        adapter = _adapters[annotation] = TypeAdapter(annotation)
-        return adapter
-    except TypeError:  # unhashable annotation
-        return TypeAdapter(annotation)
-
-
-def _return_annotation(fn: Callable[..., Any]) -> Any:
-    """``fn``'s return annotation; a string one is evaluated once per code object (an eval is slow)."""
-    annotations = getattr(fn, "__annotations__", None)
-    if not annotations or "return" not in annotations:
-        return UNTYPED
-    hint = annotations["return"]
-    if not isinstance(hint, str):
-        return hint
-    code = getattr(fn, "__code__", None)
-    if code is not None and code in _returns:
-        return _returns[code]
-    try:
-        hint = inspect.get_annotations(fn, eval_str=True).get("return", UNTYPED)
-    except NameError:  # names a class local to a function: no type to validate against
-        hint = UNTYPED
-    if code is not None:
-        _returns[code] = hint
-    return hint
-
-
-def _wants_context(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` takes the StepContext (cached per code object: lambdas are made per call)."""
-    code = getattr(fn, "__code__", None)
-    if code is not None and code in _arity:
-        return _arity[code]
-    params = [
-        p
-        for p in inspect.signature(fn).parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    if len(params) > 1:
-        raise TypeError(f"a step function takes no argument or one StepContext, not {len(params)}")
-    if code is not None:
-        _arity[code] = bool(params)
-    return bool(params)
-
-
-def _encode_error(exc: BaseException, step: str) -> dict[str, Any]:
-    """The journal's record of a step's error, storable whatever the error holds (its message is
-    scrubbed of lone surrogates; arguments that are not storable JSON are left out)."""
-    cls = type(exc)
-    message = jsontext.message_of(exc)
-    error: dict[str, Any] = {"type": f"{cls.__module__}.{cls.__qualname__}", "message": message, "step": step}
-    with contextlib.suppress(*VALUE_ERRORS):  # arguments that are not JSON: rebuilt from the message
-        error["args"] = json.loads(jsontext.encode(list(exc.args))[0])
-    return error
-
-
-def _error_event(error: dict[str, Any]) -> dict[str, Any]:
-    """An error as events show it: the exception's type (without its module) and message."""
-    return {"type": error["type"].rpartition(".")[2], "message": error["message"]}
-
-
-def _bare(cls: type[Exception], args: tuple[Any, ...]) -> Exception:
-    """An instance of ``cls`` with ``args`` set, without running its ``__init__``."""
-    exc = cls.__new__(cls)
-    exc.args = args
-    return exc
-
-
-def _rebuild_error(error: dict[str, Any]) -> BaseException:
-    """The journaled exception: the same type built from the same arguments where possible."""
-    module, _, name = error["type"].rpartition(".")
-    try:
-        cls: Any = importlib.import_module(module)
-        for part in name.split("."):
-            cls = getattr(cls, part)
-    except (ImportError, AttributeError):
-        cls = None
-    if isinstance(cls, type) and issubclass(cls, Exception):
-        args = tuple(error.get("args", [error["message"]]))
-        builds: tuple[Callable[[], Exception], ...] = (lambda: cls(*args), lambda: _bare(cls, args))
-        for build in builds:
-            try:
-                exc = build()
-            except Exception:  # noqa: BLE001 - a constructor that wants other arguments: try the next way
-                continue
-            if jsontext.message_of(exc) == error["message"]:
-                return exc
-    return StepFailed(f"step {error.get('step')!r} failed: {error['type']}: {error['message']}")
-
-
-def _encode(value: Any, annotation: Any, what: str, limit: int) -> tuple[str, Any]:
-    """``value`` as journal text, and the value a replay reads back from that text.
-
-    Refused with a clear ``StepResultError`` when it cannot be journaled (not JSON, not UTF-8,
-    too deep, too large) or does not read back (a float NaN written as ``null``): the text
-    is read here exactly as a replay will read it, so what is journaled always replays.
-    """
-    try:
-        text, size = jsontext.encode(value, None if annotation is UNTYPED else _adapter(annotation))
-    except ValueError as exc:
-        raise StepResultError(
-            f"{what} cannot be stored as JSON ({type(value).__name__}): {exc}. "
-            "Return JSON data, a pydantic model or a dataclass."
-        ) from None
-    if size > limit:
-        raise StepResultError(
-            f"{what} is {size:,} bytes of JSON, over max_step_bytes ({limit:,}). "
-            "Keep large data out of the journal: store it elsewhere (a file, a bucket, a table) "
-            "and return its key from the step."
-        )
-    try:
-        return text, _decode(text, annotation)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "value"
-        reason = f"{where}: {first['msg']}"
-    except VALUE_ERRORS as exc:
-        reason = str(exc)
-    raise StepResultError(
-        f"{what} does not read back from its JSON as {jsontext.scrub(repr(annotation))} ({reason}): "
-        "return a value its return annotation accepts from JSON"
-    )
-
-
-def _answer_schema(annotation: Any) -> dict[str, Any]:
-    """The answer type's JSON Schema, built once per type (it is a copy: callers may keep it)."""
-    try:
-        schema = _schemas[annotation]
-    except KeyError:
-        schema = _schemas[annotation] = _adapter(annotation).json_schema()
-    except TypeError:  # unhashable annotation
-        schema = _adapter(annotation).json_schema()
-    return copy.deepcopy(schema)
-
-
 # Events batched for ``delta_batch_ms`` so that deltas close together are stored as one.
 _DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "REASONING_MESSAGE_CONTENT"})
-
-_COUNTS = (
-    "inputTokens",
-    "outputTokens",
-    "totalTokens",
-    "reasoningTokens",
-    "cachedInputTokens",
-    "cacheWriteInputTokens",
-)
-
-
-def merge_usage(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Sum usage entries per (provider, model)."""
-    totals: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for entry in entries:
-        slot = (entry.get("provider"), entry.get("model"))
-        total = totals.setdefault(slot, {"provider": slot[0], "model": slot[1]})
-        for count in _COUNTS:
-            if entry.get(count) is not None:
-                total[count] = total.get(count, 0) + entry[count]
-    return [{k: v for k, v in total.items() if v is not None} for total in totals.values()]
-
-
-def _decode(text: str, annotation: Any) -> Any:
-    return json.loads(text) if annotation is UNTYPED else _adapter(annotation).validate_json(text)
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    """``inspect.iscoroutinefunction``, with the common case (an ``async def``) read off its code flags
-    first (measured: 0.3 µs against 0.8 µs, paid once per step)."""
-    if type(fn) is types.FunctionType and fn.__code__.co_flags & inspect.CO_COROUTINE:
-        return True
-    return inspect.iscoroutinefunction(fn)
-
-
-async def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    """``fn(*args)``, awaited if it returns an awaitable; a sync ``fn`` runs in a worker thread."""
-    if STEP_THREADS and not _is_async(fn):
-        # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
-        # so the loop keeps renewing this run's lease and serving other runs.
-        result = await run_in_thread(fn, *args)
-    else:
-        result = fn(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
 
 
 # -- state and secrets ----------------------------------------------------------------------
@@ -507,7 +310,7 @@ class Run:
             name,
             fn,
             None,
-            _return_annotation(fn),
+            return_annotation(fn),
             what=f"the result of step {name!r}",
             started=(step_started(name),),
             finished=functools.partial(step_finished, name),
@@ -558,8 +361,8 @@ class Run:
                     "the code between journaled calls must make the same decisions given the same results"
                 )
             if entry.error is not None:
-                raise self._step_failed(_rebuild_error(entry.error), name)
-            return _decode(entry.value or "null", annotation)
+                raise self._step_failed(rebuild_error(entry.error), name)
+            return decode(entry.value or "null", annotation)
         if not jsontext.storable_name(key):
             raise UnstorableValue(
                 f"{jsontext.scrub(repr(name))} cannot name a step: a name is journaled as text, "
@@ -575,13 +378,13 @@ class Run:
             execution.schedule_flush(soon=True)
         context = StepContext(name, key, self.id, self.attempt)
         if args is None:
-            args = (context,) if _wants_context(fn) else ()
+            args = (context,) if wants_context(fn) else ()
         meta: dict[str, Any] | None = None if request_hash is None else {"hash": request_hash}
 
         async def fail(exc: BaseException) -> BaseException:
             """Journal ``exc`` as the outcome, with the event that closes the work as failed."""
-            error = _encode_error(exc, name)
-            events = () if finished is None else (finished(_error_event(error)),)
+            error = encode_error(exc, name)
+            events = () if finished is None else (finished(error_event(error)),)
             await execution.commit(JournalEntry(key, error=error, meta=meta), *events)
             return self._step_failed(exc, name)
 
@@ -592,14 +395,14 @@ class Run:
                 attempt = 1
                 while True:
                     try:
-                        result = await _call(fn, args)
+                        result = await call(fn, args, threads=STEP_THREADS)
                         break
                     except Exception as exc:
                         if retry is None or not retry.retries(exc, attempt):
                             await fail(exc)
                             raise
                         delay = retry.delay(attempt)
-                        execution.events.add(step_retry(name, attempt, _error_event(_encode_error(exc, name)), delay))
+                        execution.events.add(step_retry(name, attempt, error_event(encode_error(exc, name)), delay))
                         execution.schedule_flush(soon=True)
                         if not await execution.backoff(delay):
                             raise Cancelled() from None  # parked or cancelled meanwhile: nothing is journaled
@@ -607,7 +410,7 @@ class Run:
             finally:
                 _current_step.reset(token)
             try:
-                text, value = _encode(result, annotation, what, execution.max_step_bytes)
+                text, value = encode(result, annotation, what, execution.max_step_bytes)
             except StepResultError as exc:
                 raise await fail(exc) from None
             spent = usage(result) if usage is not None else None
@@ -716,7 +519,7 @@ class Run:
         entry = self._replayed(key)
         if entry is not None:
             try:
-                return _decode(entry.value or "null", answer)
+                return decode(entry.value or "null", answer)
             except ValidationError as exc:
                 raise NonDeterminismError(
                     f"the answer journaled for interrupt {name!r} no longer fits {answer!r}: {exc}"
@@ -726,9 +529,9 @@ class Run:
                 f"{jsontext.scrub(repr(key))} cannot name an interrupt: a name is journaled as text, "
                 "so it must be UTF-8 (no lone surrogates) without NUL characters"
             )
-        _, payload = _encode(payload, UNTYPED, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
+        _, payload = encode(payload, UNTYPED, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
         if answer is not UNTYPED:
-            schema = _answer_schema(answer)
+            schema = answer_schema(answer)
         interrupt = Interrupt(name=name, key=key, payload=payload, answer_schema=schema, answer_type=type_ref(answer))
         for event in events:  # stored with the park, before RUN_INTERRUPTED
             self._execution.events.add(dict(event))

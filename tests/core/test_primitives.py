@@ -131,13 +131,13 @@ async def test_failed_steps_are_journaled_and_reraised_on_replay(effects: Effect
 
 
 async def test_unimportable_error_types_replay_as_step_failed() -> None:
+    from agent_unit.codec import rebuild_error
     from agent_unit.errors import StepFailed
-    from agent_unit.run import _rebuild_error
 
-    error = _rebuild_error({"type": "nowhere.Missing", "message": "gone", "step": "s"})
+    error = rebuild_error({"type": "nowhere.Missing", "message": "gone", "step": "s"})
     assert isinstance(error, StepFailed) and "nowhere.Missing: gone" in str(error)
     assert isinstance(
-        _rebuild_error({"type": "builtins.KeyError", "message": "'k'", "args": ["k"], "step": "s"}), KeyError
+        rebuild_error({"type": "builtins.KeyError", "message": "'k'", "args": ["k"], "step": "s"}), KeyError
     )
 
 
@@ -545,10 +545,10 @@ async def test_answers_are_validated_by_their_class_where_it_can_be_imported() -
 
 
 async def test_replayed_errors_keep_their_type_and_arguments() -> None:
-    from agent_unit.run import _encode_error, _rebuild_error
+    from agent_unit.codec import encode_error, rebuild_error
 
     for error in (KeyError("order"), PaymentDeclined("card", 402), ValueError()):
-        rebuilt = _rebuild_error(_encode_error(error, "s"))
+        rebuilt = rebuild_error(encode_error(error, "s"))
         assert type(rebuilt) is type(error) and rebuilt.args == error.args and str(rebuilt) == str(error)
 
 
@@ -667,9 +667,9 @@ class HTTPStatusError(Exception):
 
 
 async def test_a_replayed_error_never_differs_from_the_first_run() -> None:
-    from agent_unit.run import _encode_error, _rebuild_error
+    from agent_unit.codec import encode_error, rebuild_error
 
-    rebuilt = _rebuild_error(_encode_error(HTTPStatusError(503, "busy"), "s"))
+    rebuilt = rebuild_error(encode_error(HTTPStatusError(503, "busy"), "s"))
     assert type(rebuilt) is HTTPStatusError and str(rebuilt) == "HTTP 503: busy"
 
 

@@ -1,0 +1,391 @@
+"""Executing a run under a lease: claim it, run its agent in a task, renew the lease, save the outcome.
+
+Every save is a compare-and-set on the run's version under the lease this process holds, so
+an execution that lost its lease (cancelled, or taken over by the sweep elsewhere) stops
+instead of overwriting the run. Kept apart from :class:`~agent_unit.engine.RunEngine` so the
+engine's commands read as what they change, and this as how an execution holds on to a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from . import events as ev
+from . import jsontext
+from .clock import to_datetime
+from .errors import (
+    VALUE_ERRORS,
+    AgentNotFound,
+    AgentUnitError,
+    LeaseLost,
+    RunConflict,
+    StoreUnavailable,
+    UnstorableValue,
+)
+from .execution import Execution
+from .ids import new_id
+from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
+from .records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
+from .run import Run, active_run
+from .tracebacks import user_frames
+
+if TYPE_CHECKING:
+    from .engine import RunEngine
+    from .sweeper import Sweeper
+
+__all__ = ["Executor", "maybe_await"]
+
+log = logging.getLogger("agent_unit")
+
+# A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
+_REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
+
+
+async def maybe_await(value: Awaitable[None] | None) -> None:
+    """Await a host hook's result if it is awaitable: hooks may be plain or async functions."""
+    if inspect.isawaitable(value):
+        await value
+
+
+class Executor:
+    """The runs this process executes, each in a task of its own under a lease it renews.
+
+    ``engine`` gives the store, clock, agents and settings; ``sweeper`` (set by the engine
+    once both exist) arranges a sleeping run's wake-up and drops its timer when it is claimed.
+    """
+
+    sweeper: Sweeper
+
+    def __init__(self, engine: RunEngine) -> None:
+        self._engine = engine
+        self.executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
+
+    async def claim(
+        self,
+        record: RunRecord,
+        *,
+        journal: tuple[JournalEntry, ...] = (),
+        events: tuple[dict[str, Any], ...] = (),
+        recovered: bool = False,
+    ) -> None:
+        """Take the run (compare-and-set) with this engine as lease owner, then execute it."""
+        self._engine.check_agent(record.agent)  # a broken agent's run stays as it is, for when it loads again
+        expected = record.version
+        now = self._engine.clock.time()
+        record.status = RunStatus.running
+        record.interrupt = None
+        record.wake_at = None
+        record.lease_owner = self.lease_token()
+        record.lease_expires = record.due_at = now + self._engine.lease_ttl
+        record.updated_at = to_datetime(now)  # type: ignore[assignment]
+        if recovered:  # a crash interrupted it: the new execution shows so in its events
+            record.attempt += 1
+            events = (*events, ev.run_started(record.id, record.thread_id, record.attempt))
+        await self._engine.store.save_run(
+            record, expected_version=expected, journal=journal, events=[ev.dumps(event) for event in events]
+        )
+        record.version = expected + 1
+        if events:
+            self._engine.tail.notify(record.id)
+        self.sweeper.disarm(record.id)
+        self.spawn(record)
+
+    def lapses(self, record: RunRecord) -> bool:
+        """Running under another process's lease, which lapses unless that process renews it."""
+        owner = record.lease_owner or ""
+        return record.status == RunStatus.running and not owner.startswith(f"{self._engine.owner}/")
+
+    def lease_token(self) -> str:
+        """This process and this claim: a step of an earlier execution of the same run in this
+        process (one that outlived its lease) cannot write through a later claim's lease."""
+        return f"{self._engine.owner}/{new_id('c')[-10:]}"
+
+    def spawn(self, record: RunRecord, *, fresh: bool = False) -> None:
+        """Execute ``record`` in a task of its own; ``fresh``: created just now, so its journal is empty."""
+        self._engine.start_background()
+        execution = Execution(
+            record,
+            self._engine.store,
+            owner=record.lease_owner or self._engine.owner,
+            clock=self._engine.clock,
+            budget=self._engine.budget,
+            max_step_bytes=self._engine.max_step_bytes,
+            delta_batch_ms=self._engine.delta_batch_ms,
+            notify=self._engine.tail.notify,
+        )
+        task = asyncio.get_running_loop().create_task(
+            self._execute(execution, fresh=fresh), name=f"agent-unit {record.id}"
+        )
+        self.executions[record.id] = (task, execution)
+        task.add_done_callback(lambda done: self.forget(record.id, done))
+
+    def forget(self, run_id: str, task: asyncio.Task[None]) -> None:
+        running = self.executions.get(run_id)
+        if running is not None and running[0] is task:
+            del self.executions[run_id]
+
+    def stop(self, run_id: str, reason: str) -> None:
+        running = self.executions.get(run_id)
+        if running is not None:
+            task, execution = running
+            execution.stop_reason = reason
+            execution.signal.set()
+            task.cancel()
+
+    async def _execute(self, execution: Execution, *, fresh: bool = False) -> None:
+        record = execution.record
+        renewal = asyncio.ensure_future(self._keep_lease(execution, asyncio.current_task()))
+        token = None
+        try:
+            agent = self._engine.agents.get(record.agent)
+            journal = {} if fresh else await self._engine.store.load_journal(record.id)
+            run = Run(execution, journal)
+            token = active_run.set(run)
+            outcome: BaseException | None = None
+            output: Any = None
+            try:
+                if agent is None:
+                    raise AgentNotFound(f"run {record.id} is for agent {record.agent!r}, which this deployment lacks")
+                result = await agent(agent.validate_input(record.input), run)
+                try:
+                    output = agent.dump_output(result)
+                except ValidationError as exc:
+                    raise TypeError(
+                        f"agent {record.agent!r} returned a value that does not fit its return type: {exc}"
+                    ) from None
+                output = self._stored_output(record.agent, output)
+            except Park as park:
+                await execution.settle(self._engine.lease_ttl)  # journal steps still running beside the park first
+                outcome = park
+            except BaseExceptionGroup as group:  # a framework's task group wrapped the park (or a failure)
+                wrapped = _park_in(group)
+                if wrapped is None and not isinstance(group, Exception):
+                    raise
+                if wrapped is not None:
+                    await execution.settle(self._engine.lease_ttl)
+                outcome = wrapped or group
+            except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
+                outcome = exc
+            record.usage = record_usage(run.usage)
+            self._stop_renewal(execution, renewal)  # from here on this execution only saves its outcome
+            try:
+                if isinstance(outcome, Park):
+                    await self._park(execution, outcome)
+                elif outcome is not None:
+                    log.error("run %s of agent %r failed", record.id, record.agent, exc_info=outcome)
+                    await self._end(execution, RunStatus.failed, error=outcome, step=run.failed_step(outcome))
+                else:
+                    await self._end(execution, RunStatus.completed, output=output)
+            except (StoreUnavailable, LeaseLost):
+                log.warning("saving run %s failed: the store is out of reach; the sweep recovers the run", record.id)
+            except _REFUSED as exc:
+                # The outcome cannot be stored (a value, not the store): the run fails with that, once.
+                # Recovering it would only run it to the same outcome again, and again.
+                log.exception("the outcome of run %s cannot be stored; the run fails", record.id)
+                error = UnstorableValue(f"the outcome of run {record.id} cannot be stored: {exc}")
+                try:
+                    await self._end(execution, RunStatus.failed, error=error)
+                except Exception:
+                    log.exception("saving run %s failed; the sweep will recover it once its lease lapses", record.id)
+            except Exception:
+                log.exception("saving run %s failed; the sweep will recover it once its lease lapses", record.id)
+        except asyncio.CancelledError:
+            if execution.stop_reason == "shutdown":
+                self._stop_renewal(execution, renewal)
+                await self._release(execution)
+            if execution.stop_reason is None:
+                raise
+        except Exception:
+            log.exception("executing run %s failed; the sweep will recover it once its lease lapses", record.id)
+        finally:
+            renewal.cancel()
+            execution.close()
+            if token is not None:
+                active_run.reset(token)
+
+    async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
+        """Renew the lease while the run executes; stop this execution if it was lost."""
+        record = execution.record
+        while True:
+            await asyncio.sleep(self._engine.lease_ttl / 3)
+            expires = self._engine.clock.time() + self._engine.lease_ttl
+            async with execution.lock:  # never cancelled in here (see _stop_renewal)
+                if execution.stopping:
+                    return
+                try:
+                    version = await self._engine.store.renew_lease(record.id, owner=execution.owner, expires=expires)
+                except Exception as exc:  # noqa: BLE001 - try again next time; the lease fence guards the gap
+                    log.warning("renewing the lease of run %s failed (%s): trying again", record.id, type(exc).__name__)
+                    continue
+                if version is not None:
+                    record.version = version
+                    record.lease_expires = record.due_at = expires
+            if version is None:
+                execution.stop_reason = "lost"
+                execution.signal.set()
+                if task is not None:
+                    task.cancel()
+                return
+
+    @staticmethod
+    def _stop_renewal(execution: Execution, renewal: asyncio.Future[None]) -> None:
+        """Stop renewing before the outcome is saved, without cutting a renewal in half.
+
+        A renewal that already holds the lock finishes and records the version it bumped;
+        one that is asleep or still waiting for the lock is cancelled.
+        """
+        execution.stopping = True
+        if not execution.lock.locked():
+            renewal.cancel()
+
+    async def _save(
+        self, execution: Execution, *, journal: tuple[JournalEntry, ...] = (), event: dict[str, Any]
+    ) -> bool:
+        """Save the run's new status with its pending events; False if someone else changed it."""
+        record = execution.record
+        record.updated_at = to_datetime(self._engine.clock.time())  # type: ignore[assignment]
+        async with execution.lock:
+            expected = record.version  # read under the lock: a lease renewal bumps it
+            events = execution.events.drain(event)
+            while True:
+                try:
+                    await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=events)
+                    break
+                except RunConflict:
+                    stored = await self._engine.store.load_run(record.id)
+                    if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
+                        log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
+                        return False
+                    expected = stored.version  # still ours: a message was stored meanwhile (send)
+        record.version = expected + 1
+        self._engine.tail.notify(record.id)
+        return True
+
+    def finish(self, record: RunRecord, status: RunStatus) -> None:
+        now = self._engine.clock.time()
+        record.status = status
+        record.interrupt = None
+        record.wake_at = None
+        record.lease_owner = record.lease_expires = None
+        record.finished_at = to_datetime(now)
+        record.updated_at = record.finished_at  # type: ignore[assignment]
+        record.due_at = None if self._engine.retention is None else now + self._engine.retention
+
+    async def _end(
+        self,
+        execution: Execution,
+        status: RunStatus,
+        *,
+        output: Any = None,
+        error: BaseException | None = None,
+        step: str | None = None,
+    ) -> None:
+        """End the run: ``output`` is storable already (:meth:`_stored_output`); ``step`` names the
+        step ``error`` came from. The error's text is scrubbed, so a failure can always be saved."""
+        record = execution.record
+        self.finish(record, status)
+        if error is None:
+            record.output = output
+            event = ev.run_finished(record.id, record.thread_id, output, agui_usage(record.usage))
+        else:
+            code = getattr(error, "code", None)
+            code = code if isinstance(code, str) else type(error).__name__
+            message = jsontext.message_of(error)
+            record.output = None
+            scrubbed = (
+                {key: jsontext.scrub(value) if isinstance(value, str) else value for key, value in frame.items()}
+                for frame in user_frames(error)
+            )
+            frames = [ErrorFrame.model_validate(frame) for frame in scrubbed]
+            record.error = RunError(
+                type=type(error).__name__, message=message, step=step and jsontext.scrub(step), frames=frames
+            )
+            event = ev.run_error(message, jsontext.scrub(code))
+        await self._save(execution, event=event)
+
+    def _stored_output(self, agent: str, output: Any) -> Any:
+        """The run's output as the store keeps it; ``UnstorableValue`` (the run fails) if it cannot be."""
+        try:
+            _, size = jsontext.encode(output)
+        except ValueError as exc:
+            raise UnstorableValue(f"the output of agent {agent!r} cannot be stored as JSON: {exc}") from None
+        if size > self._engine.max_step_bytes:
+            raise UnstorableValue(
+                f"the output of agent {agent!r} is {size:,} bytes of JSON, over max_step_bytes "
+                f"({self._engine.max_step_bytes:,}): store large data elsewhere (a file, a bucket, a table) "
+                "and return its key"
+            )
+        return output
+
+    async def _park(self, execution: Execution, park: Park) -> None:
+        record = execution.record
+        record.lease_owner = record.lease_expires = None
+        if isinstance(park, Interrupted):
+            record.status = RunStatus.interrupted
+            record.interrupt = park.interrupt
+            record.due_at = None
+            interrupt = park.interrupt
+            event = ev.run_interrupted(
+                record.id,
+                record.thread_id,
+                {
+                    "name": interrupt.name,
+                    "key": interrupt.key,
+                    "payload": interrupt.payload,
+                    "answerSchema": interrupt.answer_schema,
+                },
+            )
+            await self._save(execution, event=event)
+        elif isinstance(park, Sleeping):
+            record.status = RunStatus.sleeping
+            record.wake_at = to_datetime(park.wake_at)
+            record.due_at = park.wake_at
+            journal = () if park.entry is None else (park.entry,)
+            event = ev.run_sleeping(record.id, record.thread_id, record.wake_at.isoformat())  # type: ignore[union-attr]
+            if await self._save(execution, journal=journal, event=event):
+                await self.sweeper.schedule(record.id, park.wake_at)
+        elif isinstance(park, Yielded):
+            record.status = RunStatus.queued
+            record.due_at = (
+                self._engine.clock.time() + self._engine.lease_ttl
+            )  # the sweep's fallback if the continuation is lost
+            if await self._save(execution, event=ev.custom("agent-unit.yield", None)):
+                await self._continue(record.id)
+        elif isinstance(park, Cancelled):
+            pass  # whoever cancelled it (or took it over) saved the run
+        else:
+            error = RuntimeError(f"agent code raised {type(park).__name__}, which only agent-unit may raise")
+            await self._end(execution, RunStatus.failed, error=error)
+
+    async def _release(self, execution: Execution) -> None:
+        """On shutdown: hand the run back so any process's next sweep continues it at once."""
+        record = execution.record
+        record.status = RunStatus.queued
+        record.lease_owner = record.lease_expires = None
+        record.due_at = self._engine.clock.time()
+        await self._save(execution, event=ev.custom("agent-unit.released", None))
+
+    async def _continue(self, run_id: str) -> None:
+        """Continue a yielded run: through the host's hook, or right here in a fresh execution."""
+        try:
+            if self._engine.on_continue is None:
+                await self._engine.continue_run(run_id)  # spawned before this execution ends, so wait() follows it
+            else:
+                await maybe_await(self._engine.on_continue(run_id))
+        except Exception:
+            log.exception("continuing run %s failed; the sweep will pick it up", run_id)
+
+
+def _park_in(group: BaseExceptionGroup) -> Park | None:
+    """The first park inside an exception group, as parallel tool calls in a task group raise it."""
+    for exc in group.exceptions:
+        found = _park_in(exc) if isinstance(exc, BaseExceptionGroup) else exc if isinstance(exc, Park) else None
+        if found is not None:
+            return found
+    return None
