@@ -117,6 +117,11 @@ class TemporalEngine(RunEngine):
                 raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
             raise
         except RPCError as exc:
+            now = await self.get(run_id)
+            if now.status != RunStatus.interrupted or now.interrupt is None or now.interrupt.key != key:
+                # Its workflow moved on, or ended, while this answer was on its way: another won.
+                raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
+            log.warning("the resume Update of run %s failed: %s %s", run_id, exc.status.name, exc.message)
             raise EngineUnavailable(f"Temporal did not take the answer for run {run_id}: {exc.message}") from None
         record.status, record.interrupt = RunStatus.running, None
         return await self.wait(run_id, after=record.version) if wait else record

@@ -1,25 +1,30 @@
 """``TemporalSettings``: where the Temporal engine finds its server (the ``[temporal]`` table).
 
-    [temporal]
-    address = "${TEMPORAL_ADDRESS}"   # host:port
-    namespace = "default"
-    task_queue = "agent-unit"
-    api_key = "${TEMPORAL_API_KEY}"    # Temporal Cloud (turns TLS on)
-    heartbeat = "30s"                  # a worker silent this long is replaced by another's retry
+[temporal]
+address = "${TEMPORAL_ADDRESS}"   # host:port
+namespace = "default"
+task_queue = "agent-unit"
+api_key = "${TEMPORAL_API_KEY}"    # Temporal Cloud (turns TLS on)
+heartbeat = "30s"                  # a worker silent this long is replaced by another's retry
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..durations import Duration, parse_duration
-from ..errors import EngineUnavailable
+from ..env import env
+from ..errors import ConfigError, EngineUnavailable
 
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-__all__ = ["TemporalSettings"]
+__all__ = ["TemporalSettings", "temporal_settings"]
 
 
 @dataclass(frozen=True)
@@ -54,3 +59,38 @@ class TemporalSettings:
             raise EngineUnavailable(
                 f"Temporal at {self.address} cannot be reached ({exc}): start it, or fix [temporal] address"
             ) from None
+
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def temporal_settings(value: TemporalSettings | Mapping[str, Any]) -> TemporalSettings:
+    """``value`` as settings: the ``[temporal]`` table's keys, ``${NAME}`` expanded from the environment.
+
+    ``ConfigError`` (one line, what to do) for an unknown key, a variable that is not set, or
+    ``temporalio`` not installed.
+    """
+    if importlib.util.find_spec("temporalio") is None:
+        raise ConfigError("[temporal] needs the Temporal SDK: pip install 'agent-unit[temporal]'")
+    if isinstance(value, TemporalSettings):
+        return value
+    known = {field.name for field in dataclasses.fields(TemporalSettings)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ConfigError(f"[temporal] has no key {unknown[0]!r}: use {', '.join(sorted(known))}")
+    return TemporalSettings(**{key: _expand(key, item) for key, item in value.items()})
+
+
+def _expand(key: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+
+    def variable(match: re.Match[str]) -> str:
+        found = env.get(match.group(1))
+        if found is None:
+            raise ConfigError(
+                f"[temporal] {key} needs ${{{match.group(1)}}}, which is not set: set it in the environment"
+            )
+        return str(found)
+
+    return _VARIABLE.sub(variable, value)

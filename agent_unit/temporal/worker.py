@@ -9,18 +9,19 @@ Temporal; the workers (any number, anywhere the agents' code and the store are) 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..engine import RunEngine
 from .activities import RunActivities
-from .settings import TemporalSettings
+from .settings import TemporalSettings, temporal_settings
 from .workflow import RunWorkflow
 
 if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.worker import Worker
 
-__all__ = ["create_worker", "run_worker", "worker_engine"]
+__all__ = ["create_worker", "run_worker", "serve_worker", "worker_engine"]
 
 
 def worker_engine(engine: RunEngine, settings: TemporalSettings) -> RunEngine:
@@ -66,3 +67,24 @@ async def run_worker(engine: RunEngine, settings: TemporalSettings, *, client: C
     """Run a worker until cancelled; ``engine`` is a native engine (see :func:`worker_engine`)."""
     worker = create_worker(client or await settings.connect(), engine, settings)
     await worker.run()
+
+
+async def serve_worker(
+    agents: Mapping[str, Any],
+    store: Any,
+    temporal: TemporalSettings | Mapping[str, Any],
+    **engine_options: Any,
+) -> None:
+    """Run a worker alone (``agent-unit worker``) for ``agents`` over ``store`` until cancelled.
+
+    ``engine_options`` go to the :class:`~agent_unit.engine.RunEngine` that executes the runs
+    (``budget``, ``adapters``, ``broken``...); it never sweeps, and its lease lasts a heartbeat.
+    """
+    settings = temporal_settings(temporal)
+    engine_options.setdefault("lease_ttl", settings.heartbeat)
+    engine = RunEngine(agents, store, background_sweep=False, **engine_options)
+    try:
+        await engine.check_store()
+        await run_worker(engine, settings)
+    finally:
+        await engine.aclose()

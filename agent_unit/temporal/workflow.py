@@ -17,6 +17,7 @@ Activities are named by string, so the engine is never imported here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -37,7 +38,9 @@ _PARKED = ("interrupted", "sleeping")
 _FINISHED = ("completed", "failed", "cancelled")
 # An execution runs as long as the agent does; heartbeats, not this, find a dead worker.
 _EXECUTION_LIMIT = timedelta(days=3650)
-_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=1))
+_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=1)
+)
 
 
 @workflow.defn(name=RUN_WORKFLOW)
@@ -70,7 +73,7 @@ class RunWorkflow:
                 elif outcome["status"] == "interrupted":
                     key = outcome["interrupt"]
                     self.waiting_at = key
-                    await workflow.wait_condition(lambda: self.answer is not None and self.answer[0] == key)
+                    await workflow.wait_condition(self._answered(key))
                     assert self.answer is not None
                     answer = self.answer[1]
                     self.answer, self.waiting_at, self.taken = None, None, key
@@ -121,6 +124,9 @@ class RunWorkflow:
             raise ApplicationError(f"the interrupt {key} was answered already", type=CONFLICT, non_retryable=True)
         if self.waiting_at is not None and self.waiting_at != key:
             raise ApplicationError(f"the run waits at {self.waiting_at}, not {key}", type=CONFLICT, non_retryable=True)
+
+    def _answered(self, key: str) -> Callable[[], bool]:
+        return lambda: self.answer is not None and self.answer[0] == key
 
     def _mismatch(self, key: str) -> bool:
         """The run parked at another interrupt than the one this answer is for."""

@@ -6,6 +6,8 @@ test is skipped locally and fails under ``CI=true``, like the Redis and PostgreS
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
 import subprocess
@@ -13,10 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .server import free_port
+from .server import ROOT, free_port
 from .servers import missing, wait_for_port
 
-__all__ = ["TemporalServer", "temporal_cli"]
+__all__ = ["TemporalServer", "WorkerProcess", "temporal_cli"]
 
 
 def temporal_cli() -> str:
@@ -65,3 +67,37 @@ class TemporalServer:
     def remove(self) -> None:
         self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class WorkerProcess:
+    """``python -m tests.support.temporal_worker``: a worker of ``temporal`` over ``store``, in a process of its own."""
+
+    def __init__(self, store: str, temporal: dict[str, object], *, env: dict[str, str] | None = None) -> None:
+        self._env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TEST_STORE": store,
+            "TEST_TEMPORAL": json.dumps(temporal),
+            **(env or {}),
+        }
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def start(self) -> WorkerProcess:
+        self._process = subprocess.Popen([sys.executable, "-m", "tests.support.temporal_worker"], env=self._env)
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.send_signal(sig)
+            try:
+                self._process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None

@@ -37,13 +37,13 @@ async def refund(input: RefundInput, run: Run) -> str:
     return "refunded"
 
 
-@define_agent(description="Three steps; the second is slow (a worker is killed inside it).")
+@define_agent(description="Three steps; the second is slow on the first attempt (a worker is killed inside it).")
 async def slow(input: float, run: Run) -> str:
     async def step(name: str) -> str:
-        ledger(f"start {name} {run.id}")
-        if name == "two":
+        ledger(f"start {name} {run.id} {os.getpid()}")
+        if name == "two" and run.attempt == 1:
             await asyncio.sleep(input)
-        ledger(f"end {name} {run.id}")
+        ledger(f"end {name} {run.id} {os.getpid()}")
         return name
 
     done = [await run.step(name, lambda name=name: step(name)) for name in ("one", "two", "three")]
