@@ -146,6 +146,15 @@ def _dev_banner(served: Any, config: Config, source: Path | None, root: Path, ho
     console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", markup=False, highlight=False)
 
 
+@app.command(cls=Command)
+def worker(root: Path = ROOT) -> None:
+    """Run a Temporal worker for agents/ alone ([temporal] in agent-unit.toml); dev runs one already."""
+    from . import worker as working
+
+    with reported():
+        working.run(root.resolve(), console)
+
+
 @app.command("build", cls=Command)
 def build_command(
     root: Path = ROOT,

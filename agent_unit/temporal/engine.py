@@ -72,6 +72,11 @@ class TemporalEngine(RunEngine):
                 self._client = await self.temporal.connect()
         return self._client
 
+    async def check_store(self) -> None:
+        """Reach the store and Temporal once, so bad configuration fails at start (one line, no traceback)."""
+        await super().check_store()
+        await self.client()
+
     async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
         """Store the run and start its workflow; ``EngineUnavailable`` (503, no run kept) if Temporal
         cannot be reached."""
