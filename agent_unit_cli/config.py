@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_unit.durations import parse_duration
 from agent_unit.errors import ConfigError, TaskError
@@ -145,12 +145,6 @@ class Config(BaseModel):
         """The kind of store the table form names (None for a plain URL, whose scheme says it)."""
         return self.storage.provider if isinstance(self.storage, Storage) else None
 
-    @model_validator(mode="after")
-    def _one_engine(self) -> Config:
-        if self.engine == "native" and self.temporal is not None:
-            raise ValueError('engine = "native" with a [temporal] table: remove one of them')
-        return self
-
     @field_validator("budget", "retention")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
@@ -221,7 +215,7 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
                 if loc[1] != ("Storage" if isinstance(values.get("storage"), dict) else "str"):
                     continue
                 loc = ("storage", *loc[2:])
-            key = ".".join(str(part) for part in loc) or "engine"  # a check across keys (engine, [temporal])
+            key = ".".join(str(part) for part in loc)
             message = "unknown key" + _did_you_mean(loc) if error["type"] == "extra_forbidden" else error["msg"]
             if error["loc"][0] == "tasks":  # the schedule's own message; the handler's expected form
                 message = message.removeprefix("Value error, ")
@@ -229,6 +223,8 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
                     message = f"{error['input']!r}: write 'module:function', e.g. 'app.tasks:send_digest'"
             problems.append(f"{key}: {message}")
         raise ConfigError(f"{where}: " + "; ".join(problems)) from None
+    if config.engine == "native" and config.temporal is not None:
+        raise ConfigError(f'{_where(source)}: engine = "native" with a [temporal] table: remove one of them')
     beside = [key for key in ENGINE_KEYS if config.server and key in values]
     if beside:
         reasons = "; ".join(f"{key}: {ENGINE_KEYS[key]}" for key in beside)

@@ -143,6 +143,12 @@ def _dev_banner(served: Any, config: Config, source: Path | None, root: Path, ho
     for route in routes(config.base_path):
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False, soft_wrap=True)
+    if (temporal := config.temporal_table) is not None:
+        console.print(
+            f"engine: Temporal at {temporal['address']}, task queue {temporal['task_queue']} (a worker runs in dev)",
+            markup=False,
+            soft_wrap=True,
+        )
     console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", markup=False, highlight=False)
 
 

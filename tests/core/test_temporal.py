@@ -26,11 +26,9 @@ AGENTS = "tests.support.temporal_agents:AGENTS"
 HEARTBEAT = "2s"
 
 
-@pytest.fixture(scope="module")
-def temporal() -> Iterator[TemporalServer]:
-    server = TemporalServer().start()
-    yield server
-    server.remove()
+@pytest.fixture
+def temporal(temporal_server: TemporalServer) -> TemporalServer:
+    return temporal_server
 
 
 class Deployment:
