@@ -83,6 +83,7 @@ class Temporal(BaseModel):
     api_key: str | None = None  # Temporal Cloud: turns TLS on
     tls: bool | None = None
     heartbeat: str = "30s"  # a worker silent this long is replaced by another's retry
+    search_attributes: bool = False  # AgentUnitAgent/Thread/Status, registered on the namespace first
 
     @field_validator("heartbeat")
     @classmethod

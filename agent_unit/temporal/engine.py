@@ -28,7 +28,7 @@ from ..engine import RunEngine, SweepResult
 from ..errors import EngineUnavailable, NotInterrupted, RunConflict
 from ..records import RunRecord, RunStatus
 from .settings import TemporalSettings
-from .workflow import CONFLICT, RUN_WORKFLOW
+from .workflow import AGENT, CONFLICT, RUN_WORKFLOW, STATUS, THREAD
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -81,7 +81,15 @@ class TemporalEngine(RunEngine):
         """Store the run and start its workflow; ``EngineUnavailable`` (503, no run kept) if Temporal
         cannot be reached."""
         record = await self.create(agent, input, thread_id=thread_id)
-        params = {"run_id": record.id, "heartbeat": self.temporal.heartbeat_seconds}
+        from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+        searchable = self.temporal.search_attributes
+        params = {"run_id": record.id, "heartbeat": self.temporal.heartbeat_seconds, "search_attributes": searchable}
+        attributes = [
+            SearchAttributePair(AGENT, record.agent),
+            SearchAttributePair(THREAD, record.thread_id),
+            SearchAttributePair(STATUS, "queued"),
+        ]
         try:
             client = await self.client()
             await client.start_workflow(
@@ -90,6 +98,7 @@ class TemporalEngine(RunEngine):
                 id=record.id,
                 task_queue=self.temporal.task_queue,
                 memo={"agent": record.agent, "thread_id": record.thread_id},
+                search_attributes=TypedSearchAttributes(attributes if searchable else []),
                 static_summary=f"agent-unit run of {record.agent}",
             )
         except Exception as exc:

@@ -35,6 +35,9 @@ class TemporalSettings:
     server on a private network, the dev server). ``heartbeat``: how long a worker may stay
     silent before Temporal gives its execution to another worker; the worker's lease on a run
     lasts as long, so the new worker takes the run over as soon as Temporal hands it over.
+    ``search_attributes``: give each run's workflow the Keyword search attributes
+    ``AgentUnitAgent``, ``AgentUnitThread`` and ``AgentUnitStatus``, which must be registered on
+    the namespace first (``temporal operator search-attribute create``).
     """
 
     address: str = "localhost:7233"
@@ -43,6 +46,7 @@ class TemporalSettings:
     api_key: str | None = None
     tls: bool | None = None
     heartbeat: Duration = "30s"
+    search_attributes: bool = False
 
     @property
     def heartbeat_seconds(self) -> float:

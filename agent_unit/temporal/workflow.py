@@ -22,15 +22,20 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
-__all__ = ["ADVANCE", "CANCEL", "RESUME", "RUN_WORKFLOW", "RunWorkflow"]
+__all__ = ["ADVANCE", "AGENT", "CANCEL", "RESUME", "RUN_WORKFLOW", "STATUS", "THREAD", "RunWorkflow"]
 
 RUN_WORKFLOW = "agent-unit.run"
 ADVANCE = "agent-unit.advance"
 RESUME = "agent-unit.resume"
 CANCEL = "agent-unit.cancel"
+AGENT = SearchAttributeKey.for_keyword("AgentUnitAgent")
+THREAD = SearchAttributeKey.for_keyword("AgentUnitThread")
+STATUS = SearchAttributeKey.for_keyword("AgentUnitStatus")
+"""Search attributes (``search_attributes = true``; registered on the namespace beforehand): a
+query like ``AgentUnitStatus = 'interrupted'`` in Temporal's UI or ``temporal workflow list``."""
 CONFLICT = "RunConflict"
 """The type of the error an Update is refused with: agent-unit answers it with 409."""
 
@@ -53,6 +58,7 @@ class RunWorkflow:
         self.taken: str | None = None  # the interrupt whose answer an execution took last
         self.answered: list[str] = []  # every interrupt answered: a late second answer is refused
         self.ended = False
+        self.searchable = False
 
     @workflow.run
     async def run(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -60,9 +66,11 @@ class RunWorkflow:
         run_id = params["run_id"]
         heartbeat = timedelta(seconds=float(params.get("heartbeat", 30)))
         self.answered = list(params.get("answered", []))
+        self.searchable = bool(params.get("search_attributes", False))
         try:
             outcome = await self._execute(ADVANCE, [run_id], heartbeat)
             while outcome["status"] not in _FINISHED:
+                self._show(outcome["status"])
                 if workflow.info().is_continue_as_new_suggested() and outcome["status"] in _PARKED:
                     workflow.continue_as_new({**params, "answered": self.answered[-100:]})
                 if outcome["status"] == "sleeping":
@@ -80,6 +88,7 @@ class RunWorkflow:
                     outcome = await self._execute(RESUME, [run_id, key, answer], heartbeat)
                 else:  # queued (yielded at its budget) or still running: execute it on
                     outcome = await self._execute(ADVANCE, [run_id], heartbeat)
+            self._show(outcome["status"])
             return outcome
         except BaseException as exc:
             if not is_cancelled_exception(exc):
@@ -88,9 +97,15 @@ class RunWorkflow:
             await workflow.execute_activity(
                 CANCEL, run_id, start_to_close_timeout=timedelta(minutes=1), retry_policy=_RETRY
             )
+            self._show("cancelled")
             raise
         finally:
             self.ended = True
+
+    def _show(self, status: str) -> None:
+        """The run's status as a search attribute, when the namespace has them."""
+        if self.searchable:
+            workflow.upsert_search_attributes([STATUS.value_set(status)])
 
     async def _execute(self, activity: str, args: list[Any], heartbeat: timedelta) -> dict[str, Any]:
         result: dict[str, Any] = await workflow.execute_activity(

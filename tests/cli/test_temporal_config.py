@@ -30,6 +30,7 @@ def test_a_temporal_table_selects_the_temporal_engine_with_its_values_as_written
         "namespace": "agents",
         "task_queue": "refunds",
         "heartbeat": "30s",
+        "search_attributes": False,
     }
 
 

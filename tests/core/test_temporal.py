@@ -39,7 +39,12 @@ class Deployment:
         self.store = store
         self.ledger = tmp_path / "ledger.txt"
         self.ledger.touch()
-        self.table = {"address": temporal.address, "task_queue": f"q-{name}", "heartbeat": HEARTBEAT}
+        self.table = {
+            "address": temporal.address,
+            "task_queue": f"q-{name}",
+            "heartbeat": HEARTBEAT,
+            "search_attributes": True,
+        }
         self.env = {"LEDGER_FILE": str(self.ledger)}
         self.servers: list[Server] = []
         self.workers: list[WorkerProcess] = []
@@ -61,6 +66,11 @@ class Deployment:
 
     def describe(self, run_id: str) -> dict[str, Any]:
         return json.loads(self.temporal.run("workflow", "describe", "--workflow-id", run_id, "--output", "json"))  # type: ignore[no-any-return]
+
+    def listed(self, query: str) -> list[str]:
+        """The workflow ids ``temporal workflow list --query`` shows (its visibility lags a little)."""
+        shown = self.temporal.run("workflow", "list", "--query", query, "--output", "json")
+        return [row["execution"]["workflowId"] for row in json.loads(shown or "[]")]
 
     def stop(self) -> None:
         for process in [*self.servers, *self.workers]:
@@ -122,6 +132,10 @@ def test_the_refund_flow_over_http_is_one_temporal_workflow_named_by_the_run_id(
     described = app.describe(run["id"])
     assert described["workflowExecutionInfo"]["type"]["name"] == "agent-unit.run"
     assert execution_status(described) == "WORKFLOW_EXECUTION_STATUS_RUNNING"
+    waiting = (
+        f"AgentUnitStatus = 'interrupted' AND AgentUnitAgent = 'refund' AND AgentUnitThread = '{run['thread_id']}'"
+    )
+    until(lambda: app.listed(waiting) == [run["id"]], what="the run listed as interrupted in Temporal")
 
     refused = httpx.post(f"{server.url}/runs/{run['id']}/resume", json={"answer": {"approved": "maybe"}}, timeout=30)
     assert refused.status_code == 422, refused.text
@@ -134,6 +148,8 @@ def test_the_refund_flow_over_http_is_one_temporal_workflow_named_by_the_run_id(
     done = until(status_is(server.url, run["id"], "completed"), what="the run's completion")
     assert done["output"] == "refunded"
     assert until(lambda: execution_status(app.describe(run["id"])) == "WORKFLOW_EXECUTION_STATUS_COMPLETED")
+    completed = f"AgentUnitStatus = 'completed' AND AgentUnitThread = '{run['thread_id']}'"
+    until(lambda: app.listed(completed) == [run["id"]], what="the run listed as completed in Temporal")
     assert len(app.lines("charge")) == 1
     events = httpx.get(f"{server.url}/runs/{run['id']}/events?after=0", timeout=30).text
     seqs = [int(line[4:]) for line in events.splitlines() if line.startswith("id: ")]
@@ -230,6 +246,9 @@ def test_a_run_cancelled_in_agent_unit_or_in_temporal_ends_cancelled_in_both(
 
     for run_id in (ours["id"], theirs["id"]):
         until(lambda run_id=run_id: execution_status(app.describe(run_id)) == "WORKFLOW_EXECUTION_STATUS_CANCELED")
+    for run in (ours, theirs):
+        cancelled_query = f"AgentUnitStatus = 'cancelled' AND AgentUnitThread = '{run['thread_id']}'"
+        until(lambda q=cancelled_query, i=run["id"]: app.listed(q) == [i], what="the run listed as cancelled")
     again = httpx.post(f"{server.url}/runs/{ours['id']}/cancel", timeout=30)
     assert again.status_code == 409
     late = httpx.post(f"{server.url}/runs/{theirs['id']}/resume", json={"answer": True}, timeout=30)

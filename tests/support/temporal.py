@@ -43,6 +43,8 @@ class TemporalServer:
     def start(self) -> TemporalServer:
         args = [self.cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port)]
         args += ["--db-filename", str(self.folder / "temporal.db"), "--log-level", "error"]
+        for name in ("AgentUnitAgent", "AgentUnitThread", "AgentUnitStatus"):
+            args += ["--search-attribute", f"{name}=Keyword"]
         self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port, self._process, "temporal server")
         return self
