@@ -73,9 +73,11 @@ class TemporalEngine(RunEngine):
         return self._client
 
     async def check_store(self) -> None:
-        """Reach the store and Temporal once, so bad configuration fails at start (one line, no traceback)."""
+        """Reach the store, and Temporal where this process runs a worker, so bad configuration fails
+        at start (one line, no traceback); reading runs needs only the store."""
         await super().check_store()
-        await self.client()
+        if self.runs_worker:
+            await self.client()
 
     async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
         """Store the run and start its workflow; ``EngineUnavailable`` (503, no run kept) if Temporal

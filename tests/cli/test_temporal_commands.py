@@ -58,8 +58,46 @@ def test_dev_serves_the_app_and_a_temporal_worker_in_one_process(
             temporal_server.run("workflow", "describe", "--workflow-id", str(done["id"]), "--output", "json")
         )
         assert described["executionConfig"]["taskQueue"]["name"] == "dev-queue"
+        run = httpx.post(f"{dev.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-2"}}, timeout=60).json()
+        assert run["status"] == "interrupted"
     finally:
         dev.stop()
+
+    # With dev stopped, `agent-unit runs resume` reads the project's store and answers through the
+    # run's workflow (never beside it): a worker alone finishes the run, and the workflow ends.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEMPORAL_ADDRESS": temporal_server.address}
+    worker = subprocess.Popen([sys.executable, "-m", "agent_unit_cli", "worker", "--root", str(root)], env=env)
+    try:
+        resumed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agent_unit_cli",
+                "runs",
+                "resume",
+                run["id"],
+                '{"approved": true}',
+                "--root",
+                str(root),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        deadline = time.monotonic() + 60
+        while (
+            json.loads(temporal_server.run("workflow", "describe", "--workflow-id", run["id"], "--output", "json"))[
+                "workflowExecutionInfo"
+            ]["status"]
+            != "WORKFLOW_EXECUTION_STATUS_COMPLETED"
+        ):
+            assert time.monotonic() < deadline, "the workflow did not complete"
+            time.sleep(0.1)
+    finally:
+        worker.send_signal(signal.SIGINT)
+        worker.wait(timeout=30)
 
 
 def test_the_worker_command_executes_the_runs_an_http_only_server_starts(
