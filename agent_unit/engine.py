@@ -440,6 +440,11 @@ class RunEngine:
         self._executor.stop(run_id, "cancelled")
         return record
 
+    def stop(self, run_id: str) -> None:
+        """Stop this process's execution of the run now, saving nothing: whoever decided that it
+        stops saved the run already (a cancel through another engine, such as Temporal's)."""
+        self._executor.stop(run_id, "cancelled")
+
     async def delete(self, run_id: str) -> None:
         """Delete a finished run with its journal and events."""
         record = await self.get(run_id)

@@ -43,13 +43,13 @@ class RunActivities:
     @activity.defn(name=ADVANCE)
     async def advance(self, run_id: str) -> dict[str, Any]:
         """Execute the run from where it stands until it parks or ends."""
-        async with self._heartbeats():
+        async with self._executing(run_id):
             return outcome(await self.engine.advance(run_id))
 
     @activity.defn(name=RESUME)
     async def resume(self, run_id: str, key: str, answer: Any) -> dict[str, Any]:
         """Answer the interrupt ``key`` and execute the run on; on a retry, the answer is in already."""
-        async with self._heartbeats():
+        async with self._executing(run_id):
             try:
                 record = await self.engine.resume(run_id, answer, interrupt_key=key, wait=True)
             except (NotInterrupted, RunConflict):  # a retry: the first attempt saved the answer
@@ -58,12 +58,17 @@ class RunActivities:
 
     @activity.defn(name=CANCEL)
     async def cancel(self, run_id: str) -> None:
-        """Save the run as cancelled (Temporal cancelled its workflow), unless it has ended already."""
+        """Save the run as cancelled (Temporal cancelled its workflow), unless it has ended already,
+        and stop its execution here if this worker has one."""
         with contextlib.suppress(RunConflict, RunNotFound):
             await self.engine.cancel(run_id)
+        self.engine.stop(run_id)  # cancelled through agent-unit: saved already, so cancel() left it
 
     @contextlib.asynccontextmanager
-    async def _heartbeats(self) -> AsyncIterator[None]:
+    async def _executing(self, run_id: str) -> AsyncIterator[None]:
+        """Heartbeat while the run executes; stop the execution if Temporal cancels the activity
+        (its workflow was cancelled), not when the worker shuts down (the engine hands it back)."""
+
         async def beat() -> None:
             while True:
                 activity.heartbeat()
@@ -72,5 +77,10 @@ class RunActivities:
         task = asyncio.ensure_future(beat())
         try:
             yield
+        except asyncio.CancelledError:
+            details = activity.cancellation_details()
+            if details is not None and details.cancel_requested:
+                self.engine.stop(run_id)
+            raise
         finally:
             task.cancel()

@@ -6,6 +6,7 @@ out of reach, a wrong or late answer, a run that yields at its budget, a run tha
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from pathlib import Path
 
@@ -114,5 +115,47 @@ async def test_a_run_that_fails_ends_failed_and_its_workflow_completes(
         assert done.error is not None and done.error.message == "no refund for o-1"
         handle = (await unit.client()).get_workflow_handle(done.id)
         assert (await handle.result())["status"] == "failed"
+    finally:
+        await unit.aclose()
+
+
+@define_agent
+async def slow_step(input: str, run: Run) -> str:
+    async def work() -> str:
+        STEPS.append("started")
+        STARTED[0].set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            STEPS.append("stopped")
+            raise
+        STEPS.append("finished")
+        return "done"
+
+    return await run.step("work", work)
+
+
+STEPS: list[str] = []
+STARTED: list[asyncio.Event] = []
+AGENTS["slow_step"] = slow_step
+
+
+async def test_a_run_cancelled_mid_step_stops_executing_in_its_worker_at_once(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    settings = TemporalSettings(address=temporal_server.address, task_queue=f"engine-{next(_queues)}", heartbeat="30s")
+    unit = TemporalEngine(AGENTS, f"sqlite:///{tmp_path / 'runs.db'}", temporal=settings, worker=True)
+    unit.start_background()
+    STEPS.clear()
+    STARTED[:] = [asyncio.Event()]
+    try:
+        run = await unit.start("slow_step", "x")
+        await asyncio.wait_for(STARTED[0].wait(), 30)
+        cancelled = await unit.cancel(run.id)
+        assert cancelled.status.value == "cancelled"
+        # Not at the lease's next renewal (every 10 s with a 30 s heartbeat): now.
+        await asyncio.sleep(2)
+        assert STEPS == ["started", "stopped"]
+        assert (await unit.get(run.id)).status.value == "cancelled"
     finally:
         await unit.aclose()
