@@ -72,6 +72,11 @@ class TemporalEngine(RunEngine):
                 self._client = await self.temporal.connect()
         return self._client
 
+    @property
+    def task_queue(self) -> str:
+        """The task queue runs are started on (``${NAME}`` expanded: it is read where the app runs)."""
+        return self.temporal.expanded().task_queue
+
     async def check_store(self) -> None:
         """Reach the store, and Temporal where this process runs a worker, so bad configuration fails
         at start (one line, no traceback); reading runs needs only the store."""
@@ -98,7 +103,7 @@ class TemporalEngine(RunEngine):
                 RUN_WORKFLOW,
                 params,
                 id=record.id,
-                task_queue=self.temporal.task_queue,
+                task_queue=self.task_queue,
                 memo={"agent": record.agent, "thread_id": record.thread_id},
                 search_attributes=TypedSearchAttributes(attributes if searchable else []),
                 static_summary=f"agent-unit run of {record.agent}",
@@ -177,15 +182,24 @@ class TemporalEngine(RunEngine):
             self._worker = loop.create_task(self._run_worker(), name="agent-unit temporal worker")
 
     async def _run_worker(self) -> None:
+        """This process's worker, started again (after 1, 2, 4... up to 30 s) if it stops: Temporal
+        out of reach at boot, or lost for a while, leaves the app serving and the worker waiting."""
         from .worker import run_worker, worker_engine
 
         engine = worker_engine(self, self.temporal)
+        pause = 1.0
         try:
-            await run_worker(engine, self.temporal, client=await self.client())
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("the Temporal worker of this process stopped")
+            while True:
+                try:
+                    await run_worker(engine, self.temporal, client=await self.client())
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - logged, then the worker starts again
+                    log.warning(
+                        "the Temporal worker of this process stopped (%s): starting it again in %.0f s", exc, pause
+                    )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 30.0)
         finally:
             await engine.aclose()
 

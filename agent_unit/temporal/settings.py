@@ -52,16 +52,25 @@ class TemporalSettings:
     def heartbeat_seconds(self) -> float:
         return parse_duration(self.heartbeat).total_seconds()
 
+    def expanded(self) -> TemporalSettings:
+        """These settings with ``${NAME}`` expanded from the environment: where the app or worker
+        runs, never in a build (``EngineUnavailable`` naming the variable if it is not set)."""
+        values = {field.name: _expand(field.name, getattr(self, field.name)) for field in dataclasses.fields(self)}
+        return TemporalSettings(**values)
+
     async def connect(self) -> Client:
         """A client of the server; ``EngineUnavailable`` (503) if it cannot be reached."""
         from temporalio.client import Client
 
-        tls = self.tls if self.tls is not None else self.api_key is not None
+        settings = self.expanded()
+        tls = settings.tls if settings.tls is not None else settings.api_key is not None
         try:
-            return await Client.connect(self.address, namespace=self.namespace, api_key=self.api_key, tls=tls)
+            return await Client.connect(
+                settings.address, namespace=settings.namespace, api_key=settings.api_key, tls=tls
+            )
         except RuntimeError as exc:  # the core SDK's connection errors
             raise EngineUnavailable(
-                f"Temporal at {self.address} cannot be reached ({exc}): start it, or fix [temporal] address"
+                f"Temporal at {settings.address} cannot be reached ({exc}): start it, or fix [temporal] address"
             ) from None
 
 
@@ -69,10 +78,10 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def temporal_settings(value: TemporalSettings | Mapping[str, Any]) -> TemporalSettings:
-    """``value`` as settings: the ``[temporal]`` table's keys, ``${NAME}`` expanded from the environment.
+    """``value`` as settings: the ``[temporal]`` table's keys, ``${NAME}`` kept for
+    :meth:`TemporalSettings.expanded` (a build creates the app where the secrets are not).
 
-    ``ConfigError`` (one line, what to do) for an unknown key, a variable that is not set, or
-    ``temporalio`` not installed.
+    ``ConfigError`` (one line, what to do) for an unknown key or ``temporalio`` not installed.
     """
     if importlib.util.find_spec("temporalio") is None:
         raise ConfigError("[temporal] needs the Temporal SDK: pip install 'agent-unit[temporal]'")
@@ -82,7 +91,12 @@ def temporal_settings(value: TemporalSettings | Mapping[str, Any]) -> TemporalSe
     unknown = sorted(set(value) - known)
     if unknown:
         raise ConfigError(f"[temporal] has no key {unknown[0]!r}: use {', '.join(sorted(known))}")
-    return TemporalSettings(**{key: _expand(key, item) for key, item in value.items()})
+    settings = TemporalSettings(**value)
+    try:
+        settings.heartbeat_seconds  # noqa: B018 - a duration that cannot be read fails here, at start
+    except ValueError as exc:
+        raise ConfigError(f"[temporal] heartbeat: {exc}") from None
+    return settings
 
 
 def _expand(key: str, value: Any) -> Any:
@@ -92,7 +106,7 @@ def _expand(key: str, value: Any) -> Any:
     def variable(match: re.Match[str]) -> str:
         found = env.get(match.group(1))
         if found is None:
-            raise ConfigError(
+            raise EngineUnavailable(
                 f"[temporal] {key} needs ${{{match.group(1)}}}, which is not set: set it in the environment"
             )
         return str(found)

@@ -50,6 +50,7 @@ def create_worker(client: Client, engine: RunEngine, settings: TemporalSettings)
     from temporalio.worker import Worker
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+    settings = settings.expanded()
     activities = RunActivities(engine, heartbeat=settings.heartbeat_seconds)
     # The workflow module imports only temporalio, but the sandbox re-imports its package:
     # agent_unit passes through (it is imported once, outside, and never runs in a workflow).
