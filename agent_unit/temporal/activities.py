@@ -19,9 +19,13 @@ from temporalio import activity
 from ..engine import RunEngine
 from ..errors import NotInterrupted, RunConflict, RunNotFound
 from ..records import RunRecord, RunStatus
-from .workflow import ADVANCE, CANCEL, RESUME
+from .workflow import ADVANCE, CANCEL, DELETED, RESUME
 
-__all__ = ["RunActivities", "outcome"]
+__all__ = ["GONE", "RunActivities", "outcome"]
+
+GONE: dict[str, Any] = {"status": DELETED, "wake_at": None, "interrupt": None}
+"""The outcome for a run the store does not have (its start failed after all, or it was deleted):
+the workflow ends, instead of retrying an execution that can never find it."""
 
 
 def outcome(record: RunRecord) -> dict[str, Any]:
@@ -44,16 +48,22 @@ class RunActivities:
     async def advance(self, run_id: str) -> dict[str, Any]:
         """Execute the run from where it stands until it parks or ends."""
         async with self._executing(run_id):
-            return outcome(await self.engine.advance(run_id))
+            try:
+                return outcome(await self.engine.advance(run_id))
+            except RunNotFound:
+                return GONE
 
     @activity.defn(name=RESUME)
     async def resume(self, run_id: str, key: str, answer: Any) -> dict[str, Any]:
         """Answer the interrupt ``key`` and execute the run on; on a retry, the answer is in already."""
         async with self._executing(run_id):
             try:
-                record = await self.engine.resume(run_id, answer, interrupt_key=key, wait=True)
-            except (NotInterrupted, RunConflict):  # a retry: the first attempt saved the answer
-                record = await self.engine.advance(run_id)
+                try:
+                    record = await self.engine.resume(run_id, answer, interrupt_key=key, wait=True)
+                except (NotInterrupted, RunConflict):  # a retry: the first attempt saved the answer
+                    record = await self.engine.advance(run_id)
+            except RunNotFound:
+                return GONE
             return outcome(record)
 
     @activity.defn(name=CANCEL)

@@ -25,7 +25,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
-__all__ = ["ADVANCE", "AGENT", "CANCEL", "RESUME", "RUN_WORKFLOW", "STATUS", "THREAD", "RunWorkflow"]
+__all__ = ["ADVANCE", "AGENT", "CANCEL", "DELETED", "RESUME", "RUN_WORKFLOW", "STATUS", "THREAD", "RunWorkflow"]
 
 RUN_WORKFLOW = "agent-unit.run"
 ADVANCE = "agent-unit.advance"
@@ -40,7 +40,9 @@ CONFLICT = "RunConflict"
 """The type of the error an Update is refused with: agent-unit answers it with 409."""
 
 _PARKED = ("interrupted", "sleeping")
-_FINISHED = ("completed", "failed", "cancelled")
+DELETED = "deleted"
+"""An execution found no run: it was never kept (its start failed after all) or was deleted."""
+_FINISHED = ("completed", "failed", "cancelled", DELETED)
 # An execution runs as long as the agent does; heartbeats, not this, find a dead worker.
 _EXECUTION_LIMIT = timedelta(days=3650)
 _RETRY = RetryPolicy(

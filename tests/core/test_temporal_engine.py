@@ -159,3 +159,22 @@ async def test_a_run_cancelled_mid_step_stops_executing_in_its_worker_at_once(
         assert (await unit.get(run.id)).status.value == "cancelled"
     finally:
         await unit.aclose()
+
+
+async def test_a_workflow_whose_run_the_store_does_not_have_ends_instead_of_retrying_forever(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    unit = engine(tmp_path, temporal_server.address)
+    unit.start_background()
+    try:
+        client = await unit.client()
+        handle = await client.start_workflow(
+            "agent-unit.run",
+            {"run_id": "run_never_kept", "heartbeat": 2},
+            id=f"run_never_kept_{next(_queues)}",
+            task_queue=unit.task_queue,
+        )
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert result["status"] == "deleted"
+    finally:
+        await unit.aclose()
