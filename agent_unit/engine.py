@@ -40,7 +40,7 @@ from .errors import (
 from .executor import Executor
 from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
-from .owners import process_owner
+from .owners import owner_is_gone, process_owner
 from .records import (
     JournalEntry,
     RunPage,
@@ -61,6 +61,7 @@ log = logging.getLogger("agent_unit")
 _NO_RUN = "run_healthz"  # the id a ping reads: no run ever has it
 
 MAX_THREAD_ID = 256
+_LAPSE_MARGIN = 0.1  # seconds after a lease's expiry: surely lapsed then
 
 
 def _resolve_agents(agents: Mapping[str, Any], adapters: Sequence[Any]) -> dict[str, Agent]:
@@ -267,6 +268,16 @@ class RunEngine:
 
     async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
         """Create a run and execute it; with ``wait``, return once it parks or ends."""
+        record = await self._create(agent, input, thread_id=thread_id, leased=True)
+        self._executor.spawn(record, fresh=True)
+        return await self.wait(record.id) if wait else record.model_copy()
+
+    async def create(self, agent: str, input: Any, *, thread_id: str | None = None) -> RunRecord:
+        """Store a new run, queued for an executor elsewhere (another engine, e.g. Temporal's workers,
+        which :meth:`advance` it): nothing executes it here, and nothing sweeps it."""
+        return await self._create(agent, input, thread_id=thread_id, leased=False)
+
+    async def _create(self, agent: str, input: Any, *, thread_id: str | None, leased: bool) -> RunRecord:
         definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
@@ -276,21 +287,60 @@ class RunEngine:
             id=new_id("run"),
             agent=agent,
             thread_id=thread_id or new_id("thread"),
-            status=RunStatus.running,
+            status=RunStatus.running if leased else RunStatus.queued,
             input=stored,
             created_at=moment,  # type: ignore[arg-type]
             updated_at=moment,  # type: ignore[arg-type]
             version=1,
-            lease_owner=self._executor.lease_token(),
-            lease_expires=now + self.lease_ttl,
-            due_at=now + self.lease_ttl,
+            lease_owner=self._executor.lease_token() if leased else None,
+            lease_expires=now + self.lease_ttl if leased else None,
+            due_at=now + self.lease_ttl if leased else None,
         )
         await self.store.create_run(
             record, events=[ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))]
         )
         self.tail.notify(record.id)
-        self._executor.spawn(record, fresh=True)
-        return await self.wait(record.id) if wait else record.model_copy()
+        return record
+
+    async def discard(self, run_id: str) -> None:
+        """Delete a run that :meth:`create` stored and nothing ever executed (its executor refused it)."""
+        await self.store.delete_run(run_id)
+
+    async def advance(self, run_id: str) -> RunRecord:
+        """Execute the run in this process from where it stands until it parks or ends, and return it.
+
+        For an engine that decides elsewhere when a run executes (Temporal's workers): a queued run
+        is claimed, a sleeper once its wake time has come, a running run once its lease lapsed or
+        its owner on this machine is gone (the run is recovered, its attempt counted); an
+        interrupted or finished run is returned as it is. Claims are compare-and-set saves, so two
+        processes advancing one run execute it once.
+        """
+        while True:
+            if run_id in self._executor.executions:
+                return await self.wait(run_id)
+            record = await self.get(run_id)
+            now = self.clock.time()
+            try:
+                if record.status == RunStatus.queued:
+                    await self._executor.claim(record)
+                elif record.status == RunStatus.sleeping:
+                    if record.due_at is not None and record.due_at > now:
+                        await asyncio.sleep(record.due_at - now)
+                        continue
+                    await self._executor.claim(
+                        record, events=(ev.run_started(record.id, record.thread_id, record.attempt),)
+                    )
+                elif record.status == RunStatus.running:
+                    expires = record.lease_expires or 0.0
+                    if expires > now and not owner_is_gone(record.lease_owner or ""):
+                        await asyncio.sleep(min(expires - now + _LAPSE_MARGIN, self.lease_ttl))
+                        continue
+                    await self._executor.claim(record, recovered=True)
+                else:
+                    return record
+            except RunConflict:
+                continue  # changed meanwhile: look again
+            return await self.wait(run_id)
 
     async def resume(
         self, run_id: str, answer: Any, *, wait: bool = False, interrupt_key: str | None = None
@@ -389,6 +439,11 @@ class RunEngine:
         self._sweeper.disarm(run_id)
         self._executor.stop(run_id, "cancelled")
         return record
+
+    def stop(self, run_id: str) -> None:
+        """Stop this process's execution of the run now, saving nothing: whoever decided that it
+        stops saved the run already (a cancel through another engine, such as Temporal's)."""
+        self._executor.stop(run_id, "cancelled")
 
     async def delete(self, run_id: str) -> None:
         """Delete a finished run with its journal and events."""

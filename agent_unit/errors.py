@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "EngineUnavailable",
     "HttpError",
     "InternalError",
     "McpToolClash",
@@ -240,6 +241,15 @@ class StoreUnavailable(AgentUnitError):
 
     def headers(self) -> dict[str, str]:
         return {"retry-after": str(self.retry_after)}  # an outage: the same request may succeed a moment later
+
+
+class EngineUnavailable(StoreUnavailable):
+    """The engine that drives runs (Temporal, with ``[temporal]``) cannot be reached: 503, try again.
+
+    Nothing was changed: a run whose start it refused is not kept.
+    """
+
+    code = "engine_unavailable"
 
 
 class StoreConfigError(StoreUnavailable, ValueError):

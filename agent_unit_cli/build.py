@@ -216,6 +216,7 @@ def _requirements(preset: Preset, config: Config, scheme: str, project: list[str
         *_store_driver(scheme),
         *_mcp(config, project),
         *([_pinned("cronsim")] if config.tasks else []),  # the tasks' next and last ticks
+        *([_pinned("temporalio")] if config.temporal_table is not None else []),  # [temporal]: the SDK
         *[found[name] for name in sorted(found)],
     ):
         chosen.setdefault(distribution_name(requirement), requirement)
@@ -366,6 +367,11 @@ def build(
     chosen = PRESETS.get(name)
     if chosen is None:
         raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
+    if config.temporal_table is not None and not chosen.workers:
+        raise BuildError(
+            f"the {name} preset cannot run [temporal]: its host keeps no process alive to hold a Temporal worker; "
+            "build with --preset server or docker (the app and a worker in one process), or remove [temporal]"
+        )
     if chosen.check is not None:  # first: a preset refuses a store it cannot run with its own reason
         try:
             chosen.check(config, options)
@@ -484,6 +490,7 @@ def build(
         "url": config.url,
         "ui": config.ui,
         "tasks": {name: {"schedule": task.schedule, "handler": task.handler} for name, task in config.tasks.items()},
+        "temporal": config.temporal_table,
         "requirements": requirements,
         "server": None
         if config.server is None

@@ -21,7 +21,7 @@ from agent_unit.http.origins import Origins
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
-__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Storage", "Task", "load_config", "store_url"]
+__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Storage", "Task", "Temporal", "load_config", "store_url"]
 
 
 ENGINE_KEYS = {
@@ -34,6 +34,8 @@ ENGINE_KEYS = {
     "max_body_bytes": "pass max_body_bytes= to the create_agent_unit() your app mounts",
     "adapters": "pass adapters= to the create_agent_unit() your app mounts",
     "mcp": "your app's own dependencies decide what the build vendors",
+    "engine": "pass temporal= to the create_agent_unit() your app mounts",
+    "temporal": "pass temporal= to the create_agent_unit() your app mounts",
 }
 """The agent-unit engine's settings, which do not apply to a ``server`` app (agent-unit adds no
 engine of its own there), with why and what to do instead."""
@@ -70,6 +72,26 @@ class Cloudflare(BaseModel):
     merged into the generated wrangler.jsonc (never replacing what agent-unit writes)."""
 
 
+class Temporal(BaseModel):
+    """``[temporal]``: the Temporal server the runs go through (``${NAME}`` expands where the app starts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str = "localhost:7233"  # host:port
+    namespace: str = "default"
+    task_queue: str = "agent-unit"
+    api_key: str | None = None  # Temporal Cloud: turns TLS on
+    tls: bool | None = None
+    heartbeat: str = "30s"  # a worker silent this long is replaced by another's retry
+    search_attributes: bool = False  # AgentUnitAgent/Thread/Status, registered on the namespace first
+
+    @field_validator("heartbeat")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+
 class Storage(BaseModel):
     """``storage = { provider = "postgres", url = "${DATABASE_URL}" }``: a store URL wholly from the
     environment, with its kind named apart (as Prisma's ``provider`` and ``url``), so a build on a
@@ -104,6 +126,15 @@ class Config(BaseModel):
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
     cloudflare: Cloudflare = Cloudflare()
+    engine: Literal["native", "temporal"] | None = None  # default: temporal when [temporal] is there
+    temporal: Temporal | None = None
+
+    @property
+    def temporal_table(self) -> dict[str, Any] | None:
+        """The ``[temporal]`` table the app runs on (``engine = "temporal"`` alone: its defaults), or None."""
+        if self.engine == "native" or (self.engine is None and self.temporal is None):
+            return None
+        return (self.temporal or Temporal()).model_dump(exclude_none=True)
 
     @property
     def storage_url(self) -> str | None:
@@ -193,6 +224,8 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
                     message = f"{error['input']!r}: write 'module:function', e.g. 'app.tasks:send_digest'"
             problems.append(f"{key}: {message}")
         raise ConfigError(f"{where}: " + "; ".join(problems)) from None
+    if config.engine == "native" and config.temporal is not None:
+        raise ConfigError(f'{_where(source)}: engine = "native" with a [temporal] table: remove one of them')
     beside = [key for key in ENGINE_KEYS if config.server and key in values]
     if beside:
         reasons = "; ".join(f"{key}: {ENGINE_KEYS[key]}" for key in beside)
@@ -205,7 +238,12 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
 
 def _did_you_mean(loc: tuple[int | str, ...]) -> str:
     """``: did you mean storage?`` for a misspelt key (``storag``), from the keys of the table it is in."""
-    tables: dict[str, type[BaseModel]] = {"cloudflare": Cloudflare, "tasks": Task, "storage": Storage}
+    tables: dict[str, type[BaseModel]] = {
+        "cloudflare": Cloudflare,
+        "tasks": Task,
+        "storage": Storage,
+        "temporal": Temporal,
+    }
     table = tables.get(str(loc[0]), Config) if len(loc) > 1 else Config
     close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1)
     return f": did you mean {close[0]}?" if close else ""

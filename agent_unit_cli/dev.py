@@ -76,6 +76,7 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
             public_url=public_url,
             ui=True,  # the approvals inbox, always on in development
             tasks=tasks_from_config(config.tasks, root=root.resolve()),  # the in-process scheduler runs them
+            temporal=config.temporal_table,  # [temporal]: runs go through Temporal, with a worker in this process
         )
     except ValueError as exc:  # a store URL, driver or authorize hook that cannot be used
         raise ConfigError(str(exc)) from None

@@ -143,7 +143,22 @@ def _dev_banner(served: Any, config: Config, source: Path | None, root: Path, ho
     for route in routes(config.base_path):
         console.print(f"  {route}", highlight=False, markup=False)
     console.print(f"storage: {store_url(root, config)}; config: {source or 'defaults'}", markup=False, soft_wrap=True)
+    if (temporal := config.temporal_table) is not None:
+        console.print(
+            f"engine: Temporal at {temporal['address']}, task queue {temporal['task_queue']} (a worker runs in dev)",
+            markup=False,
+            soft_wrap=True,
+        )
     console.print(f"inbox: http://{host}:{port}{config.base_path.rstrip('/')}/ui/", markup=False, highlight=False)
+
+
+@app.command(cls=Command)
+def worker(root: Path = ROOT) -> None:
+    """Run a Temporal worker for agents/ alone ([temporal] in agent-unit.toml); dev runs one already."""
+    from . import worker as working
+
+    with reported():
+        working.run(root.resolve(), console)
 
 
 @app.command("build", cls=Command)

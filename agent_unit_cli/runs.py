@@ -109,14 +109,17 @@ class Local:
             )
 
         async def go() -> Any:
+            options: dict[str, Any] = {"budget": config.budget, "retention": config.retention}
             try:
-                engine = RunEngine(
-                    found,
-                    store_url(self.root, config),
-                    budget=config.budget,
-                    retention=config.retention,
-                    background_sweep=False,
-                )
+                if config.temporal_table is not None:  # a resume or cancel goes through the run's workflow
+                    from agent_unit.temporal import TemporalEngine, temporal_settings
+
+                    settings = temporal_settings(config.temporal_table)
+                    engine: RunEngine = TemporalEngine(
+                        found, store_url(self.root, config), temporal=settings, **options
+                    )
+                else:
+                    engine = RunEngine(found, store_url(self.root, config), background_sweep=False, **options)
             except ValueError as exc:  # a store URL or driver that cannot be used
                 raise ConfigError(str(exc)) from None
             try:

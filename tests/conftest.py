@@ -14,6 +14,7 @@ from agent_unit.stores.sqlite import SQLiteStore
 
 from .hosts.cloudflare.d1_sim import D1Database
 from .support.servers import DynamoDBEmulator, PostgresServer, RedisServer
+from .support.temporal import TemporalServer
 
 StoreFactory = Callable[[], Store]
 
@@ -30,7 +31,7 @@ _prefixes = itertools.count()
 
 
 # A test that reaches one of these servers is slow: `make check` leaves it out.
-SERVER_FIXTURES = {"redis_server", "postgres_server", "dynamodb_endpoint", "d1_workerd"}
+SERVER_FIXTURES = {"redis_server", "postgres_server", "dynamodb_endpoint", "d1_workerd", "temporal_server"}
 SERVER_STORES = {"redis", "postgres", "dynamodb-emulator", "d1-workerd"}
 
 
@@ -78,6 +79,14 @@ def postgres_url(postgres_server: PostgresServer) -> str:
                 raise
             time.sleep(0.1)
     return f"{postgres_server.url}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(scope="session")
+def temporal_server() -> Iterator[TemporalServer]:
+    """A Temporal dev server (``temporal server start-dev``); tests keep apart by task queue."""
+    server = TemporalServer().start()
+    yield server
+    server.remove()
 
 
 @pytest.fixture(scope="session")

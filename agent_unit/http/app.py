@@ -121,6 +121,8 @@ def create_agent_unit(
     buffered: bool | None = None,
     tasks: Mapping[str, Any] | None = None,
     host: Host | None = None,
+    temporal: Any = None,
+    temporal_worker: bool = True,
     **engine_options: Any,
 ) -> AgentUnit:
     """The HTTP API for ``agents`` (default: discovered from ``./agents``) over ``store``.
@@ -149,6 +151,9 @@ def create_agent_unit(
     around this call, else a plain server's) says what the host provides: the engine gets it, a
     run that yields continues through ``host.continues`` under the unit's own path, and
     ``buffered``, ``secret``, ``require_secret`` and ``allowed_hosts`` default to its answers.
+    ``temporal`` (a :class:`~agent_unit.temporal.TemporalSettings`, or the ``[temporal]`` table as a
+    mapping) runs the runs on Temporal (:class:`~agent_unit.temporal.TemporalEngine`); this process
+    runs a Temporal worker too unless ``temporal_worker=False`` (HTTP servers and workers apart).
     """
     public_url = public_url if public_url is not None else env.get("AGENT_UNIT_URL")
     origins = Origins(public_url, allowed_origins)  # a wrong entry fails here, not at a request
@@ -168,7 +173,18 @@ def create_agent_unit(
                 await _maybe_await(handed(run_id))
 
         engine_options["on_continue"] = on_continue
-    if engine is None:
+    if engine is None and temporal is not None:
+        from ..temporal import TemporalEngine, temporal_settings
+
+        engine_options.setdefault("host", host)
+        engine = TemporalEngine(
+            agents if agents is not None else discover_agents("."),
+            store,
+            temporal=temporal_settings(temporal),
+            worker=temporal_worker,
+            **engine_options,
+        )
+    elif engine is None:
         engine_options.setdefault("host", host)
         engine = RunEngine(agents if agents is not None else discover_agents("."), store, **engine_options)
     elif agents is not None or store is not None or engine_options:

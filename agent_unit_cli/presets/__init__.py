@@ -67,6 +67,7 @@ class Preset:
     templates: tuple[str, ...]  # template folders rendered into the output, in order
     run: str  # how to run or deploy the output (shown after a build)
     serverless: bool = False  # refuses storage that does not outlive an invocation
+    workers: bool = False  # the host keeps a process alive, so a Temporal worker can run there ([temporal])
     notes: tuple[str, ...] = field(default_factory=tuple)
     agent_notes: tuple[str, ...] = field(default_factory=tuple)  # only for a build of agents/ (no ``server``)
     python_app: bool = True  # False: the host runs no Python (nothing copied or vendored)

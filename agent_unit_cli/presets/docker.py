@@ -64,6 +64,7 @@ preset = Preset(
     check=check,
     context=context,
     start=start,
+    workers=True,
     runs_tasks="the container's in-process scheduler (each tick claimed once in the store)",
     notes=("The default SQLite store lives inside the container: mount a volume at /app/.agent-unit to keep runs.",),
 )

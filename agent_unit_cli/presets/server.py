@@ -19,5 +19,6 @@ preset = Preset(
     templates=("server",),
     run="python {output}/main.py",
     start=start,
+    workers=True,
     runs_tasks="the server's in-process scheduler (each tick claimed once in the store)",
 )

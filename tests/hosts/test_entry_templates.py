@@ -23,6 +23,7 @@ def _render(template: str, **overrides: Any) -> str:
         "preset": "server",
         "registry": {"refund": ("agents.refund", "agent")},
         "tasks": {},
+        "temporal": None,
         "server": None,
         "storage": "sqlite:///.agent-unit/agent-unit.db",
         "lambda_storage": "dynamodb://runs",
@@ -89,3 +90,14 @@ def test_the_cloudflare_entry_passes_allowed_hosts() -> None:
     assert "allowed_hosts=['*']," in _render("cloudflare/src/entry.py.j2", **context)
     listed = _render("cloudflare/src/entry.py.j2", allowed_hosts=["agents.example.com"], **context)
     assert "allowed_hosts=['agents.example.com']," in listed
+
+
+def test_a_server_build_with_temporal_runs_the_app_and_a_worker_or_either_alone_by_flag() -> None:
+    table = {"address": "${TEMPORAL_ADDRESS}", "task_queue": "agent-unit", "namespace": "default", "heartbeat": "30s"}
+    source = _render("server/main.py.j2", temporal=table)
+    compile(source, "main.py", "exec")
+    assert f"TEMPORAL = {table!r}" in source
+    assert 'temporal_worker="--no-worker" not in sys.argv' in source
+    assert 'if "--worker" in sys.argv:' in source
+    plain = _render("server/main.py.j2")
+    assert "TEMPORAL" not in plain and "--worker" not in plain

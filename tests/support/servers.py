@@ -18,7 +18,7 @@ import pytest
 
 from .server import free_port
 
-__all__ = ["PostgresServer", "RedisServer", "missing"]
+__all__ = ["PostgresServer", "RedisServer", "missing", "wait_for_port"]
 
 
 def missing(what: str) -> None:
@@ -66,7 +66,7 @@ class RedisServer:
         if password:
             args += ["--requirepass", password]
         self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_for_port(self.port, self._process, "redis-server")
+        wait_for_port(self.port, self._process, "redis-server")
         return self
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
@@ -133,7 +133,7 @@ class PostgresServer:
             stderr=subprocess.DEVNULL,
             user=self._user,
         )
-        _wait_for_port(self.port, self._process, "postgres")
+        wait_for_port(self.port, self._process, "postgres")
         # An open port is not a ready server: until recovery ends it answers "the database system
         # is starting up", which a test would take for the error it is looking for.
         import psycopg
@@ -159,7 +159,7 @@ class PostgresServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
     import socket
 
     deadline = time.monotonic() + timeout
@@ -201,7 +201,7 @@ class DynamoDBEmulator:
         self._process = subprocess.Popen(
             [sys.executable, "-c", _EMULATOR, str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        _wait_for_port(self.port, self._process, "the DynamoDB emulator")
+        wait_for_port(self.port, self._process, "the DynamoDB emulator")
         return self
 
     def stop(self) -> None:

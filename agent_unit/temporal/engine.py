@@ -1,0 +1,211 @@
+"""``TemporalEngine``: the engine of an app whose runs Temporal drives (``[temporal]`` in the config).
+
+It is a :class:`~agent_unit.engine.RunEngine` for everything that reads (runs, events, the
+manifest) and for messages; what changes where a run stands goes through Temporal:
+
+- ``start`` stores the run (queued) and starts its workflow (workflow id = run id);
+- ``resume`` checks the answer against the interrupt's schema (422, nothing sent), then sends
+  the workflow's ``resume`` Update: Temporal runs one Update of a workflow at a time and its
+  validator refuses a second answer, so exactly one resume wins (409 for the others);
+- ``cancel`` saves the run as cancelled (a compare-and-set, as the native engine does) and
+  cancels its workflow;
+- nothing sweeps: Temporal's timers wake sleepers and its retries replace dead workers.
+
+The agents run in workers (:mod:`agent_unit.temporal.worker`); with ``worker=True`` this process
+runs one too, from ``start_background()`` (``agent-unit dev``, the ``server`` build).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..answers import check_answer
+from ..engine import RunEngine, SweepResult
+from ..errors import EngineUnavailable, NotInterrupted, RunConflict
+from ..records import RunRecord, RunStatus
+from .settings import TemporalSettings
+from .workflow import AGENT, CONFLICT, RUN_WORKFLOW, STATUS, THREAD
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+__all__ = ["TemporalEngine"]
+
+log = logging.getLogger("agent_unit")
+
+_MOVING = (RunStatus.queued, RunStatus.running)
+
+
+class TemporalEngine(RunEngine):
+    """A :class:`~agent_unit.engine.RunEngine` whose runs are Temporal workflows (see the module).
+
+    ``temporal``: the server; ``worker``: also run a worker in this process from
+    ``start_background()`` until ``aclose()``; ``client``: a connected client to use (tests).
+    """
+
+    def __init__(
+        self,
+        agents: Mapping[str, Any],
+        store: Any = None,
+        *,
+        temporal: TemporalSettings | None = None,
+        worker: bool = False,
+        client: Client | None = None,
+        **options: Any,
+    ) -> None:
+        options["background_sweep"] = False  # Temporal wakes and recovers runs: nothing sweeps here
+        super().__init__(agents, store, **options)
+        self.temporal = temporal or TemporalSettings()
+        self.runs_worker = worker
+        self._client = client
+        self._connecting = asyncio.Lock()
+        self._worker: asyncio.Task[None] | None = None
+
+    async def client(self) -> Client:
+        """The Temporal client, connected at first use."""
+        async with self._connecting:
+            if self._client is None:
+                self._client = await self.temporal.connect()
+        return self._client
+
+    @property
+    def task_queue(self) -> str:
+        """The task queue runs are started on (``${NAME}`` expanded: it is read where the app runs)."""
+        return self.temporal.expanded().task_queue
+
+    async def check_store(self) -> None:
+        """Reach the store, and Temporal where this process runs a worker, so bad configuration fails
+        at start (one line, no traceback); reading runs needs only the store."""
+        await super().check_store()
+        if self.runs_worker:
+            await self.client()
+
+    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+        """Store the run and start its workflow; ``EngineUnavailable`` (503, no run kept) if Temporal
+        cannot be reached."""
+        record = await self.create(agent, input, thread_id=thread_id)
+        from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+        searchable = self.temporal.search_attributes
+        params = {"run_id": record.id, "heartbeat": self.temporal.heartbeat_seconds, "search_attributes": searchable}
+        attributes = [
+            SearchAttributePair(AGENT, record.agent),
+            SearchAttributePair(THREAD, record.thread_id),
+            SearchAttributePair(STATUS, "queued"),
+        ]
+        try:
+            client = await self.client()
+            await client.start_workflow(
+                RUN_WORKFLOW,
+                params,
+                id=record.id,
+                task_queue=self.task_queue,
+                memo={"agent": record.agent, "thread_id": record.thread_id},
+                search_attributes=TypedSearchAttributes(attributes if searchable else []),
+                static_summary=f"agent-unit run of {record.agent}",
+            )
+        except Exception as exc:
+            await self.discard(record.id)
+            if isinstance(exc, EngineUnavailable):
+                raise
+            log.exception("starting the workflow of run %s failed", record.id)
+            raise EngineUnavailable(f"Temporal refused to start run {record.id} ({type(exc).__name__})") from None
+        return await self.wait(record.id) if wait else record
+
+    async def resume(
+        self, run_id: str, answer: Any, *, wait: bool = False, interrupt_key: str | None = None
+    ) -> RunRecord:
+        """Answer the run's interrupt through its workflow's ``resume`` Update (see the module)."""
+        from temporalio.client import WorkflowUpdateFailedError
+        from temporalio.service import RPCError
+
+        record = await self.get(run_id)
+        if record.status != RunStatus.interrupted or record.interrupt is None:
+            raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
+        key = record.interrupt.key
+        if interrupt_key is not None and interrupt_key != key:
+            raise RunConflict(f"run {run_id} no longer waits at {interrupt_key} (now: {key}): read the run again")
+        check_answer(record, answer, limit=self.max_step_bytes)  # a bad answer: 422, nothing sent
+        handle = (await self.client()).get_workflow_handle(run_id)
+        try:
+            await handle.execute_update("resume", args=[key, answer])
+        except WorkflowUpdateFailedError as exc:
+            if getattr(exc.cause, "type", None) == CONFLICT:
+                raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
+            raise
+        except RPCError as exc:
+            now = await self.get(run_id)
+            if now.status != RunStatus.interrupted or now.interrupt is None or now.interrupt.key != key:
+                # Its workflow moved on, or ended, while this answer was on its way: another won.
+                raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
+            log.warning("the resume Update of run %s failed: %s %s", run_id, exc.status.name, exc.message)
+            raise EngineUnavailable(f"Temporal did not take the answer for run {run_id}: {exc.message}") from None
+        record.status, record.interrupt = RunStatus.running, None
+        return await self.wait(run_id, after=record.version) if wait else record
+
+    async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
+        """Save the run as cancelled, then cancel its workflow (which, if it is already cancelling, does nothing)."""
+        from temporalio.service import RPCError
+
+        record = await super().cancel(run_id, interrupt_key=interrupt_key)
+        try:
+            await (await self.client()).get_workflow_handle(run_id).cancel()
+        except (RPCError, EngineUnavailable) as exc:
+            # Saved as cancelled already: the workflow ends at its next execution, which sees so.
+            log.warning("cancelling the workflow of run %s failed: %s", run_id, exc)
+        return record
+
+    async def wait(self, run_id: str, *, after: int = 0) -> RunRecord:
+        """Wait until the run, at a version above ``after``, parks or ends (wherever it executes)."""
+        while True:
+            waiter = self.tail.listen(run_id)
+            record = await self.get(run_id)
+            if record.version > after and record.status not in _MOVING:
+                return record
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter.wait(), 1.0 if self.tail.hearing else 0.05)
+
+    async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
+        """Nothing to sweep: Temporal's timers wake sleepers and its retries recover runs."""
+        return SweepResult()
+
+    def start_background(self) -> None:
+        """Start this process's worker, if it runs one (``worker=True``)."""
+        if not self.runs_worker:
+            return
+        loop = asyncio.get_running_loop()
+        if self._worker is None or self._worker.done() or self._worker.get_loop() is not loop:
+            self._worker = loop.create_task(self._run_worker(), name="agent-unit temporal worker")
+
+    async def _run_worker(self) -> None:
+        """This process's worker, started again (after 1, 2, 4... up to 30 s) if it stops: Temporal
+        out of reach at boot, or lost for a while, leaves the app serving and the worker waiting."""
+        from .worker import run_worker, worker_engine
+
+        engine = worker_engine(self, self.temporal)
+        pause = 1.0
+        try:
+            while True:
+                try:
+                    await run_worker(engine, self.temporal, client=await self.client())
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - logged, then the worker starts again
+                    log.warning(
+                        "the Temporal worker of this process stopped (%s): starting it again in %.0f s", exc, pause
+                    )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 30.0)
+        finally:
+            await engine.aclose()
+
+    async def aclose(self) -> None:
+        if self._worker is not None and self._worker.get_loop() is asyncio.get_running_loop():
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+        self._worker = None
+        await super().aclose()

@@ -1,0 +1,180 @@
+"""``TemporalEngine`` in one process (the app and its worker), against a real Temporal dev server.
+
+The engine's guarantees that do not need several processes: what a start does when Temporal is
+out of reach, a wrong or late answer, a run that yields at its budget, a run that fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+import pytest
+
+from agent_unit import Run, define_agent
+from agent_unit.errors import EngineUnavailable, InvalidAnswer, NotInterrupted, RunConflict
+from agent_unit.temporal import TemporalEngine, TemporalSettings
+
+from ..support.server import free_port
+from ..support.temporal import TemporalServer
+
+pytestmark = pytest.mark.slow
+
+_queues = itertools.count()
+
+
+@define_agent
+async def ask(input: str, run: Run) -> str:
+    first = await run.interrupt("first", input, answer=bool)
+    second = await run.interrupt("second", input, answer=bool)
+    return f"{first}/{second}"
+
+
+@define_agent
+async def long(input: int, run: Run) -> int:
+    total = 0
+    for i in range(input):
+        total += await run.step("s", lambda i=i: i)
+    return total
+
+
+@define_agent
+async def broken(input: str, run: Run) -> str:
+    await run.step("ok", lambda: 1)
+    raise ValueError(f"no refund for {input}")
+
+
+AGENTS = {"ask": ask, "long": long, "broken": broken}
+
+
+def engine(tmp_path: Path, address: str, **options: object) -> TemporalEngine:
+    settings = TemporalSettings(address=address, task_queue=f"engine-{next(_queues)}", heartbeat="2s")
+    return TemporalEngine(AGENTS, f"sqlite:///{tmp_path / 'runs.db'}", temporal=settings, worker=True, **options)
+
+
+async def test_a_start_temporal_refuses_is_a_503_and_leaves_no_run_behind(tmp_path: Path) -> None:
+    nowhere = engine(tmp_path, f"127.0.0.1:{free_port()}")
+    try:
+        with pytest.raises(EngineUnavailable, match="cannot be reached"):
+            await nowhere.start("ask", "x")
+        assert (await nowhere.list()).runs == []
+    finally:
+        await nowhere.aclose()
+
+
+async def test_an_answer_for_another_interrupt_or_a_bad_one_leaves_the_run_parked(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    unit = engine(tmp_path, temporal_server.address)
+    unit.start_background()
+    try:
+        parked = await unit.start("ask", "x", wait=True)
+        assert parked.interrupt is not None and parked.interrupt.name == "first"
+        with pytest.raises(InvalidAnswer):
+            await unit.resume(parked.id, "not a bool")
+        with pytest.raises(RunConflict):
+            await unit.resume(parked.id, True, interrupt_key="interrupt:second#0")
+        assert (await unit.get(parked.id)).status.value == "interrupted"
+
+        second = await unit.resume(parked.id, True, wait=True, interrupt_key=parked.interrupt.key)
+        assert second.interrupt is not None and second.interrupt.name == "second"
+        with pytest.raises(RunConflict):  # the first interrupt's answer, sent again late
+            await unit.resume(parked.id, True, interrupt_key=parked.interrupt.key)
+        done = await unit.resume(parked.id, False, wait=True)
+        assert done.status.value == "completed" and done.output == "True/False"
+        with pytest.raises(NotInterrupted):
+            await unit.resume(parked.id, True)
+    finally:
+        await unit.aclose()
+
+
+async def test_a_run_that_yields_at_its_budget_continues_in_the_worker(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    unit = engine(tmp_path, temporal_server.address, budget="0.05s")
+    unit.start_background()
+    try:
+        done = await unit.start("long", 3000, wait=True)
+        assert done.status.value == "completed", done.error
+        assert done.output == sum(range(3000))
+        names = [event.to_dict().get("name") for event in await unit.events(done.id)]
+        assert names.count("agent-unit.yield") >= 1  # it did yield, and went on
+    finally:
+        await unit.aclose()
+
+
+async def test_a_run_that_fails_ends_failed_and_its_workflow_completes(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    unit = engine(tmp_path, temporal_server.address)
+    unit.start_background()
+    try:
+        done = await unit.start("broken", "o-1", wait=True)
+        assert done.status.value == "failed"
+        assert done.error is not None and done.error.message == "no refund for o-1"
+        handle = (await unit.client()).get_workflow_handle(done.id)
+        assert (await handle.result())["status"] == "failed"
+    finally:
+        await unit.aclose()
+
+
+@define_agent
+async def slow_step(input: str, run: Run) -> str:
+    async def work() -> str:
+        STEPS.append("started")
+        STARTED[0].set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            STEPS.append("stopped")
+            raise
+        STEPS.append("finished")
+        return "done"
+
+    return await run.step("work", work)
+
+
+STEPS: list[str] = []
+STARTED: list[asyncio.Event] = []
+AGENTS["slow_step"] = slow_step
+
+
+async def test_a_run_cancelled_mid_step_stops_executing_in_its_worker_at_once(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    settings = TemporalSettings(address=temporal_server.address, task_queue=f"engine-{next(_queues)}", heartbeat="30s")
+    unit = TemporalEngine(AGENTS, f"sqlite:///{tmp_path / 'runs.db'}", temporal=settings, worker=True)
+    unit.start_background()
+    STEPS.clear()
+    STARTED[:] = [asyncio.Event()]
+    try:
+        run = await unit.start("slow_step", "x")
+        await asyncio.wait_for(STARTED[0].wait(), 30)
+        cancelled = await unit.cancel(run.id)
+        assert cancelled.status.value == "cancelled"
+        # Not at the lease's next renewal (every 10 s with a 30 s heartbeat): now.
+        await asyncio.sleep(2)
+        assert STEPS == ["started", "stopped"]
+        assert (await unit.get(run.id)).status.value == "cancelled"
+    finally:
+        await unit.aclose()
+
+
+async def test_a_workflow_whose_run_the_store_does_not_have_ends_instead_of_retrying_forever(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    unit = engine(tmp_path, temporal_server.address)
+    unit.start_background()
+    try:
+        client = await unit.client()
+        handle = await client.start_workflow(
+            "agent-unit.run",
+            {"run_id": "run_never_kept", "heartbeat": 2},
+            id=f"run_never_kept_{next(_queues)}",
+            task_queue=unit.task_queue,
+        )
+        result = await asyncio.wait_for(handle.result(), 30)
+        assert result["status"] == "deleted"
+    finally:
+        await unit.aclose()
