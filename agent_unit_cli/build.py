@@ -342,9 +342,9 @@ def _tasks_report(preset: Preset, config: Config) -> tuple[list[dict[str, str]],
     if not config.tasks or preset.runs_tasks:
         return listed, []
     names = ", ".join(sorted(config.tasks))
+    unscheduled = f", {preset.unscheduled}" if preset.unscheduled else ""
     return listed, [
-        f"{preset.name} has no scheduler: the tasks {names} run only when triggered (agent-unit task NAME), "
-        "unless the backend runs them on their schedules (build it with --preset server, docker, aws-lambda or vercel)"
+        f"{preset.name} has no scheduler: the tasks {names} run only when triggered (agent-unit task NAME){unscheduled}"
     ]
 
 
@@ -378,13 +378,14 @@ def build(
         except ValueError as exc:
             raise BuildError(str(exc)) from None
     storage = config.storage_url or DEFAULT_STORE_URL
-    # netlify runs no Python: its backend, built with another preset, opens the store
+    # a host that runs no Python: its backend, built with another preset, opens the store
     scheme = storage_scheme(storage, config.storage_provider) if chosen.python_app else ""
-    if scheme == "d1" and name != "cloudflare":
-        raise BuildError(
-            f'storage = "{storage}" is a Cloudflare D1 binding, which only a Worker has: '
-            "build with --preset cloudflare, or choose a store this host can reach"
-        )
+    for other in PRESETS.values():  # a store only another host reaches (a binding of its platform)
+        if other is not chosen and scheme in other.own_stores:
+            raise BuildError(
+                f'storage = "{storage}" is {other.own_stores[scheme]}: '
+                f"build with --preset {other.name}, or choose a store this host can reach"
+            )
     if chosen.serverless and scheme in ("sqlite", "memory") and not config.server:  # a server app owns its store
         raise BuildError(
             f"the {name} preset needs storage that every invocation shares, not {scheme}: "
@@ -430,7 +431,9 @@ def build(
         if not registry:
             raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
         _check_authorize(config.authorize)
-    _check_tasks(root, config)  # on every preset: netlify's backend runs them, or `agent-unit task NAME` does
+    _check_tasks(
+        root, config
+    )  # on every preset: a backend runs them where this host runs no Python, or `agent-unit task NAME` does
     if chosen.python_app and not config.server:
         authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
         found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))
@@ -447,7 +450,7 @@ def build(
     output.mkdir(parents=True)
     (output / MARKER).write_text(INCOMPLETE)  # until the output is proven to start
     home = output / chosen.app_path
-    serves_mcp = True  # a host that runs no Python here (netlify) proxies /mcp to its backend
+    serves_mcp = True  # a host that runs no Python here proxies /mcp to its backend
     requirements: list[str] = []
     if chosen.python_app:
         progress("copying the project")
@@ -521,7 +524,7 @@ def build(
             raise BuildError(str(exc)) from None
     notes = list(chosen.notes)
     if config.server:
-        notes.insert(0, _server_note(chosen, config.server))
+        notes.insert(0, chosen.server_note.format(server=repr(config.server)))
     else:
         notes[:0] = chosen.agent_notes
     if chosen.start is not None:
@@ -555,16 +558,6 @@ def _copied(preset: Preset) -> list[str]:
     prefix = f"{preset.app_path}/" if preset.app_path else ""
     folders = [f"{prefix}{preset.app_folder}/" if preset.app_folder else f"{prefix}"]
     return [*folders, f"{prefix}vendor/"] if preset.vendors else folders
-
-
-def _server_note(preset: Preset, server: str) -> str:
-    """What the build made of the user's own app on this host."""
-    if not preset.python_app:
-        return (
-            f"server = {server!r}: Netlify runs no Python, so this site's proxy fronts your app as the backend "
-            "at the origin: every request goes there"
-        )
-    return f"server = {server!r}: the build serves your own app; agent-unit adds no engine, routes or storage"
 
 
 def _shown(path: Path) -> str:

@@ -57,6 +57,9 @@ class Finish:
     warnings: list[str] = field(default_factory=list)  # what the preset found that the user should know
 
 
+SERVER_NOTE = "server = {server}: the build serves your own app; agent-unit adds no engine, routes or storage"
+
+
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -82,6 +85,9 @@ class Preset:
     requirements: tuple[str, ...] = ()  # what the host's entry needs besides the runtime (pinned at build)
     start: Callable[[BuildOptions], Start] | None = None  # how the host loads the output (None: no Python app)
     runs_tasks: str = ""  # what runs ``[tasks]`` on this host, for the build's report; empty: nothing does
+    unscheduled: str = ""  # with no ``runs_tasks``: what else can run the tasks on their schedules
+    own_stores: dict[str, str] = field(default_factory=dict)  # storage schemes only this host reaches: what each is
+    server_note: str = SERVER_NOTE  # what the build made of ``server = "module:app"`` here ({server}: its repr)
 
 
 def _load() -> dict[str, Preset]:
