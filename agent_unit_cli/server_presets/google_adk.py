@@ -2,9 +2,10 @@
 serve) over the project's ADK agents folder, on every host.
 
 Its session, artifact and memory services come from ``[server]`` with ADK's own URIs. Left
-unset on a server or container, ADK keeps them as ``adk api_server`` does (a SQLite file per
-agent under the agents folder). A serverless host keeps no file between invocations, so there
-the sessions need a database URL and an in-memory or local-file service is refused.
+unset on a server or container, the sessions are a SQLite file and the artifacts files in the
+working directory's ``.agent-unit/``, beside agent-unit's own store (the folder a Docker image
+can write, where a volume keeps them). A serverless host keeps no file between invocations, so
+there the sessions need a database URL and an in-memory or local-file service is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ MODULE = "agent_unit_google_adk"
 
 LOCAL = ("memory", "sqlite", "file")
 """Services kept in the instance's memory or its files: lost where each invocation is a new one."""
+
+LOCAL_DEFAULTS = {
+    "session_service_uri": "sqlite:///{state}/adk-sessions.db",
+    "artifact_service_uri": "file://{state}/adk-artifacts",
+}
+"""On a server or container, unset services are files beside agent-unit's own store, in the working
+directory's ``.agent-unit/``: a Docker image's writable folder, where a volume keeps them."""
 
 DRIVERS = {"psycopg": "psycopg[binary]", "asyncpg": "asyncpg", "aiomysql": "aiomysql", "aiosqlite": "aiosqlite"}
 """The driver a SQLAlchemy URL names (``postgresql+psycopg://``), by the name after the ``+``."""
@@ -143,6 +151,7 @@ class GoogleAdk:
 
 def _module(chosen: Options, *, serverless: bool) -> str:
     uris = {key: getattr(chosen, key) for key in ("session_service_uri", "artifact_service_uri", "memory_service_uri")}
+    defaults = {} if serverless else LOCAL_DEFAULTS
     return f'''"""Google ADK's own app over the ADK agents in {AGENTS}/: written by agent-unit build.
 
 Do not edit: rebuild.
@@ -162,6 +171,7 @@ from agent_unit.stores import expand
 
 AGENTS = {AGENTS!r}
 SERVICES = {uris!r}  # ADK's service URIs; ${{NAME}} expands from the environment where the app runs
+DEFAULTS = {defaults!r}  # where an unset one is kept: files in the working directory
 
 
 def agents_dir() -> str:
@@ -174,10 +184,16 @@ def agents_dir() -> str:
 
 
 def create() -> Any:
-    """ADK's app, as `adk api_server {AGENTS}` makes it."""
+    """ADK's app, as `adk api_server {AGENTS}` makes it, with the services configured."""
+    services = {{key: None if value is None else expand(value) for key, value in SERVICES.items()}}
+    state = Path.cwd() / ".agent-unit"  # where agent-unit keeps its own SQLite store (a container's volume)
+    for key, default in DEFAULTS.items():
+        if services[key] is None:
+            state.mkdir(exist_ok=True)
+            services[key] = default.format(state=state.as_posix())
     return get_fast_api_app(
         agents_dir=agents_dir(),
-        **{{key: None if value is None else expand(value) for key, value in SERVICES.items()}},
+        **services,
         use_local_storage={not serverless!r},  # a serverless host's files do not outlive the invocation
         allow_origins={chosen.allow_origins!r},
         web={chosen.web!r},

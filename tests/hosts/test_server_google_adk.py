@@ -6,10 +6,14 @@ own API is driven through a session, as a client of ``adk api_server`` would:
 
 - server: the output moved elsewhere and started with ``python -I -S main.py``; a session made,
   a run answered by the model and a tool, the session read back, then again after a restart
-  (the session is in ADK's SQLite file, kept by the server);
+  (the session is in a SQLite file in the working directory's ``.agent-unit/``);
+- docker: what the Dockerfile copies, its CMD run with the image's ENV (no Docker engine here),
+  the sessions in the image's writable ``.agent-unit/`` folder;
 - aws-lambda: the unpacked zip, each invocation a new ``python -I -S`` process taking a real
   Function URL event, with the sessions in a real Postgres (a cold container reads the session
   another wrote);
+- vercel: an instance started as Vercel's functions runtime starts one, then a second one that
+  reads the session the first wrote to Postgres;
 - what the build refuses: in-memory or local sessions on a serverless host, a Worker (naming
   the packages), the engine's settings beside the server preset, an unknown server preset.
 """
@@ -31,9 +35,13 @@ import pytest
 
 from ..support.server import free_port
 from ..support.servers import PostgresServer
-from .test_preset_server_app import cold_container, http_event
+from . import test_preset_vercel
+from .test_preset_server_app import cold_container, dockerfile, http_event
+from .test_preset_vercel import FUNCTION, Instance
 
 pytestmark = pytest.mark.slow  # builds a preset's output with pip and starts it in a subprocess
+
+function_python = test_preset_vercel.function_python  # the fixture: a Python 3.12+ for Vercel's runtime
 
 AGENT = '''from google.adk.agents import Agent
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
@@ -106,15 +114,15 @@ def texts(events: list[dict[str, Any]]) -> list[str]:
 class Started:
     """``python -I -S main.py`` in a built folder, stopped by the test that starts it."""
 
-    def __init__(self, folder: Path, log: Path) -> None:
-        self.folder, self.log = folder, log
+    def __init__(self, folder: Path, log: Path, env: dict[str, str] | None = None) -> None:
+        self.folder, self.log, self.image_env = folder, log, env or {}
         self.url = ""
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Started:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        env = {"PATH": os.environ["PATH"], "HOST": "127.0.0.1", "PORT": str(port)}
+        env = {**self.image_env, "PATH": os.environ["PATH"], "HOST": "127.0.0.1", "PORT": str(port)}
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "main.py"], cwd=self.folder, env=env, stdout=out, stderr=out
@@ -183,7 +191,8 @@ def test_a_moved_server_build_serves_adks_api_through_a_session_and_keeps_it_acr
     assert calls and calls[0]["name"] == "add"
     assert texts(events) == ["the sum is 5"]
 
-    started.stop()  # ADK's sessions are in its SQLite file under the agents folder: a new process reads them
+    started.stop()  # the sessions are in a SQLite file in the working directory: a new process reads them
+    assert (started.folder / ".agent-unit" / "adk-sessions.db").is_file()
     started.start()
     again = httpx.get(f"{started.url}/apps/helper/users/{USER}/sessions/{session['id']}").json()
     assert texts(again["events"]) == ["add", "the sum is 5"]
@@ -193,6 +202,34 @@ def test_a_moved_server_build_serves_adks_api_through_a_session_and_keeps_it_acr
 def test_web_true_serves_adks_dev_ui(started: Started) -> None:
     page = httpx.get(f"{started.url}/dev-ui/", follow_redirects=True)
     assert page.status_code == 200 and "<html" in page.text.lower()
+
+
+def test_the_docker_images_cmd_run_locally_serves_adks_api_with_the_sessions_in_its_agent_unit_folder(
+    tmp_path: Path,
+) -> None:
+    """Not a container (no Docker engine here): what the Dockerfile copies, in a folder elsewhere
+    (its ``/app``), and its CMD run there with the image's ENV and ``python -I -S``."""
+    root = project(tmp_path / "project", 'server = "google-adk"\n')
+    output = Path(built(root, "--preset", "docker")["output"])
+    image = dockerfile((output / "Dockerfile").read_text())
+    workdir = tmp_path / "image" / image["workdir"].strip("/")
+    for source, target in image["copy"]:
+        copied = tmp_path / "image" / target.strip("/")
+        if (output / source).is_dir():
+            shutil.copytree(output / source, copied)
+        else:
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(output / source, copied)
+    (workdir / ".agent-unit").mkdir()  # the image's RUN makes it, for the agent user
+    assert image["cmd"] == ["python", "main.py"]
+    server = Started(workdir, tmp_path / "server.log", env=image["env"]).start()
+    try:
+        session = httpx.post(f"{server.url}/apps/helper/users/{USER}/sessions", json={}).json()["id"]
+        run = {"app_name": "helper", "user_id": USER, "session_id": session, "new_message": message("add")}
+        assert texts(httpx.post(f"{server.url}/run", json=run, timeout=60).json()) == ["the sum is 5"]
+    finally:
+        server.stop()
+    assert (workdir / ".agent-unit" / "adk-sessions.db").is_file()  # where a volume keeps them
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +264,32 @@ def test_an_unpacked_lambda_zip_serves_adks_api_with_sessions_in_postgres(
 
     read = cold_container(folder, log, http_event(f"/apps/helper/users/{USER}/sessions/{session}"), env=env)[0]
     assert texts(json.loads(read["body"])["events"]) == ["add", "the sum is 5"]
+
+
+def test_a_vercel_instance_serves_adks_api_and_another_instance_reads_the_session_from_postgres(
+    tmp_path: Path, postgres: PostgresServer, function_python: tuple[str, str]
+) -> None:
+    config = '[server]\npreset = "google-adk"\nsession_service_uri = "postgresql+psycopg://${ADK_DATABASE}"\n'
+    root = project(tmp_path / "project", config)
+    built(root, "--preset", "vercel", "--python", function_python[1])
+    folder = root / ".vercel" / "output" / FUNCTION
+    env = {"ADK_DATABASE": postgres.url.removeprefix("postgresql://")}
+
+    first = Instance(folder, function_python[0], env).start()
+    try:
+        session = httpx.post(f"{first.url}/apps/helper/users/{USER}/sessions", json={}).json()["id"]
+        run = {"app_name": "helper", "user_id": USER, "session_id": session, "new_message": message("add")}
+        answered = httpx.post(f"{first.url}/run", json=run, timeout=60)
+        assert answered.status_code == 200, first.logs()
+        assert texts(answered.json()) == ["the sum is 5"]
+    finally:
+        first.stop()
+    second = Instance(folder, function_python[0], env).start()  # a new instance: nothing kept in memory
+    try:
+        read = httpx.get(f"{second.url}/apps/helper/users/{USER}/sessions/{session}").json()
+        assert texts(read["events"]) == ["add", "the sum is 5"], second.logs()
+    finally:
+        second.stop()
 
 
 @pytest.mark.parametrize(
@@ -269,3 +332,15 @@ def test_a_server_preset_config_mistake_is_one_error_that_says_what_to_do(
     tmp_path: Path, config: str, expected: str
 ) -> None:
     assert expected in refused(project(tmp_path, config))
+
+
+def test_agent_unit_dev_serves_the_server_preset_as_the_server_build_does(tmp_path: Path) -> None:
+    root = project(tmp_path / "project", 'server = "google-adk"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_unit_cli", "dev", "--check", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "dev: the google-adk server from" in done.stdout and "the app starts" in done.stdout
