@@ -25,6 +25,7 @@ from .frameworks import Framework
 from .presets import PRESETS, BuildOptions
 from .presets import presets as installed_presets
 from .report import fail, reported
+from .server_presets import server_presets
 
 app = typer.Typer(
     cls=Group,
@@ -79,13 +80,14 @@ def _first_line(text: str | None) -> str:
 def presets() -> None:
     """List the build presets and what each needs."""
     try:
-        found = installed_presets()
+        found, servers = installed_presets(), server_presets()
     except ValueError as exc:  # an installed preset that does not load: named, no traceback
         raise fail(str(exc)) from None
     table = Table("preset", "output", "runs on", "storage")
     for preset in found.values():
         table.add_row(*(escape(text) for text in (preset.name, preset.output, preset.runs_on, preset.storage)))
     console.print(table)
+    console.print(f"server presets (server = NAME): {', '.join(sorted(servers))}", markup=False, highlight=False)
 
 
 class LogLevel(StrEnum):
@@ -212,7 +214,9 @@ def build_command(
     if as_json:
         print(json.dumps(result.to_dict()))
         return
-    what = f"your app {result.server}" if result.server else f"{len(result.agents)} agent(s)"
+    what = f"{len(result.agents)} agent(s)"
+    if result.server:  # your app ("module:app"), or a server preset's (its name)
+        what = f"your app {result.server}" if ":" in result.server else f"the {result.server} server"
     console.print(
         f"[green]built[/green] {escape(what)} with the {result.preset} preset into " + escape(str(result.output))
     )

@@ -61,6 +61,7 @@ def test_agent_unit_presets_lists_an_installed_preset_beside_the_built_ins(site:
     done = cli(site, "presets")
     assert done.returncode == 0, done.stderr
     assert "procfile" in done.stdout and ".output/procfile" in done.stdout and "aws-lambda" in done.stdout
+    assert "server presets (server = NAME): google-adk" in done.stdout
 
 
 def test_an_installed_preset_builds_with_its_own_templates_and_the_output_serves(site: Path, tmp_path: Path) -> None:
