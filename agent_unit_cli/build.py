@@ -557,7 +557,9 @@ def build(
             raise BuildError(str(exc)) from None
     notes = list(chosen.notes)
     if config.server:
-        notes.insert(0, generated.note if generated else chosen.server_note.format(server=repr(config.server_app)))
+        shown = generated.preset if generated else config.server_app  # a server preset by its name
+        own = generated is not None and chosen.python_app  # else the host runs no Python: its own note
+        notes.insert(0, generated.note if generated and own else chosen.server_note.format(server=repr(shown)))
     else:
         notes[:0] = chosen.agent_notes
     if chosen.start is not None:
