@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
 import agent_unit
 from agent_unit.adapters import ENTRY_POINT_GROUP
@@ -34,7 +34,8 @@ from agent_unit.tasks import tasks_from_config
 from . import pip
 from .config import Config
 from .imports import Import, Needs, distribution_name, module_paths, needs, project_imports
-from .presets import PRESETS, BuildOptions, Finish, Preset
+from .presets import BuildOptions, Finish, Preset, presets
+from .server_presets import Generated, generate
 from .servers import load_server
 from .starts import check_starts
 
@@ -105,9 +106,10 @@ def _store_driver(scheme: str) -> list[str]:
 
 
 def _pinned(name: str) -> str:
-    """``name`` at the version installed here (the one tested with), or unpinned when it is not installed."""
+    """``name`` (with its extras: ``psycopg[binary]``) at the version installed here (the one tested
+    with), or unpinned when it is not installed."""
     try:
-        return f"{name}=={importlib.metadata.version(name)}"
+        return f"{name}=={importlib.metadata.version(name.split('[', 1)[0])}"
     except importlib.metadata.PackageNotFoundError:
         return name
 
@@ -207,12 +209,15 @@ def _copy_source(root: Path, destination: Path) -> None:
             shutil.copytree(path, destination / path.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def _requirements(preset: Preset, config: Config, scheme: str, project: list[str], found: dict[str, str]) -> list[str]:
-    """What pip installs: the runtime, the host's entry, the store's driver and what the project imports
-    (each at the version installed here), then the project's requirements, which win over the rest."""
+def _requirements(
+    preset: Preset, config: Config, scheme: str, project: list[str], found: dict[str, str], server: tuple[str, ...]
+) -> list[str]:
+    """What pip installs: the runtime, the host's entry, the store's driver, what a server preset names
+    and what the project imports (each at the version installed here), then the project's requirements,
+    which win over the rest."""
     chosen: dict[str, str] = {}
     for requirement in (
-        *[_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements)],
+        *[_pinned(name) for name in (*RUNTIME_REQUIREMENTS, *preset.requirements, *server)],
         *_store_driver(scheme),
         *_mcp(config, project),
         *([_pinned("cronsim")] if config.tasks else []),  # the tasks' next and last ticks
@@ -253,9 +258,11 @@ def _vendor(
     _copy_runtime(destination)
 
 
-def _own_modules(root: Path) -> set[str]:
-    """The project's own top-level modules (``agents`` only as a package: else it is the OpenAI Agents SDK's)."""
-    names = {path.stem if path.is_file() else path.name for path in _sources(root)}
+def _own_modules(root: Path, generated: Generated | None = None) -> set[str]:
+    """The project's own top-level modules (``agents`` only as a package: else it is the OpenAI Agents SDK's),
+    and those a server preset wrote."""
+    made = list(generated.folder.iterdir()) if generated else []
+    names = {path.stem if path.is_file() else path.name for path in [*_sources(root), *made]}
     if not (root / "agents" / "__init__.py").is_file():
         names.discard("agents")
     return names
@@ -283,8 +290,8 @@ def _adapter_distributions() -> list[str]:
     return [entry.dist.name for entry in found if entry.dist is not None]
 
 
-def _needs(root: Path, imports: list[Import], distributions: list[str]) -> Needs:
-    found = needs(imports, _own_modules(root), distributions)
+def _needs(root: Path, imports: list[Import], distributions: list[str], generated: Generated | None = None) -> Needs:
+    found = needs(imports, _own_modules(root, generated), distributions)
     if found.missing:
         listed = "; ".join(f"{item.where}: {item.module.split('.')[0]}" for item in found.missing)
         raise BuildError(
@@ -310,13 +317,14 @@ def _check_authorize(reference: str | None) -> None:
     )
 
 
-def _check_server(root: Path, reference: str) -> int:
-    """``server = "module:app"`` imports from the project and is an ASGI app; the number of agent
-    units it created (each the host sweeps). One error naming the module, attribute and line."""
+def _check_server(root: Path, reference: str, generated: Generated | None) -> int:
+    """``server = "module:app"`` imports from the project (or a server preset's folder) and is an ASGI
+    app; the number of agent units it created (each the host sweeps). One error naming the module,
+    attribute and line."""
     from agent_unit.http import agent_units
 
     try:
-        load_server(reference, root)
+        load_server(reference, root, generated.folder if generated else None)
     except ServerError as exc:
         raise BuildError(exc.message) from None
     return len(agent_units())
@@ -342,9 +350,9 @@ def _tasks_report(preset: Preset, config: Config) -> tuple[list[dict[str, str]],
     if not config.tasks or preset.runs_tasks:
         return listed, []
     names = ", ".join(sorted(config.tasks))
+    unscheduled = f", {preset.unscheduled}" if preset.unscheduled else ""
     return listed, [
-        f"{preset.name} has no scheduler: the tasks {names} run only when triggered (agent-unit task NAME), "
-        "unless the backend runs them on their schedules (build it with --preset server, docker, aws-lambda or vercel)"
+        f"{preset.name} has no scheduler: the tasks {names} run only when triggered (agent-unit task NAME){unscheduled}"
     ]
 
 
@@ -364,27 +372,41 @@ def build(
     """
     options = options or BuildOptions()
     name = preset or config.preset
-    chosen = PRESETS.get(name)
+    try:
+        known = presets()
+    except ValueError as exc:
+        raise BuildError(str(exc)) from None
+    chosen = known.get(name)
     if chosen is None:
-        raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))} (agent-unit presets)")
+        raise BuildError(f"unknown preset {name!r}: use one of {', '.join(sorted(known))} (agent-unit presets)")
     if config.temporal_table is not None and not chosen.workers:
+        holding = " or ".join(other.name for other in known.values() if other.workers)
         raise BuildError(
             f"the {name} preset cannot run [temporal]: its host keeps no process alive to hold a Temporal worker; "
-            "build with --preset server or docker (the app and a worker in one process), or remove [temporal]"
+            f"build with --preset {holding} (the app and a worker in one process), or remove [temporal]"
         )
     if chosen.check is not None:  # first: a preset refuses a store it cannot run with its own reason
         try:
             chosen.check(config, options)
         except ValueError as exc:
             raise BuildError(str(exc)) from None
+    generated: Generated | None = None
+    if config.server_preset is not None:  # the framework's own app: its module, then served as your own app is
+        progress(f"writing the {config.server_preset} server's module")
+        try:
+            generated = generate(config.server_preset, config.server_options, root.resolve(), chosen)
+        except ValueError as exc:
+            raise BuildError(str(exc)) from None
+        config = config.model_copy(update={"server": generated.reference})
     storage = config.storage_url or DEFAULT_STORE_URL
-    # netlify runs no Python: its backend, built with another preset, opens the store
+    # a host that runs no Python: its backend, built with another preset, opens the store
     scheme = storage_scheme(storage, config.storage_provider) if chosen.python_app else ""
-    if scheme == "d1" and name != "cloudflare":
-        raise BuildError(
-            f'storage = "{storage}" is a Cloudflare D1 binding, which only a Worker has: '
-            "build with --preset cloudflare, or choose a store this host can reach"
-        )
+    for other in known.values():  # a store only another host reaches (a binding of its platform)
+        if other is not chosen and scheme in other.own_stores:
+            raise BuildError(
+                f'storage = "{storage}" is {other.own_stores[scheme]}: '
+                f"build with --preset {other.name}, or choose a store this host can reach"
+            )
     if chosen.serverless and scheme in ("sqlite", "memory") and not config.server:  # a server app owns its store
         raise BuildError(
             f"the {name} preset needs storage that every invocation shares, not {scheme}: "
@@ -412,13 +434,15 @@ def build(
             except AdapterError as exc:
                 raise BuildError(f"{source}: {exc.message}") from None
         imports = [*project_imports(root, _sources(root)), *_configured_modules(config, source)]
+        if generated is not None:
+            imports += project_imports(generated.folder, sorted(generated.folder.iterdir()))
         imports = [item for item in imports if item.module.split(".")[0] not in chosen.host_modules]
-        found = _needs(root, imports, _adapter_distributions())
+        found = _needs(root, imports, _adapter_distributions(), generated)
 
     registry: dict[str, tuple[str, str]] = {}
-    if config.server:  # the user's own app: agents/ is not scanned, nothing of agent-unit's is added
-        progress(f"importing {config.server}")
-        mounts = _check_server(root, config.server)
+    if config.server_app:  # the user's own app: agents/ is not scanned, nothing of agent-unit's is added
+        progress(f"importing {config.server_app}")
+        mounts = _check_server(root, config.server_app, generated)
         if not mounts:  # no agent unit to sweep: no sweep schedule or cron
             config = config.model_copy(update={"sweep": False})
     else:
@@ -430,7 +454,9 @@ def build(
         if not registry:
             raise BuildError("agents/ has no agents: add agents/<name>.py with `agent = define_agent(...)`")
         _check_authorize(config.authorize)
-    _check_tasks(root, config)  # on every preset: netlify's backend runs them, or `agent-unit task NAME` does
+    _check_tasks(
+        root, config
+    )  # on every preset: a backend runs them where this host runs no Python, or `agent-unit task NAME` does
     if chosen.python_app and not config.server:
         authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
         found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))
@@ -447,12 +473,21 @@ def build(
     output.mkdir(parents=True)
     (output / MARKER).write_text(INCOMPLETE)  # until the output is proven to start
     home = output / chosen.app_path
-    serves_mcp = True  # a host that runs no Python here (netlify) proxies /mcp to its backend
+    serves_mcp = True  # a host that runs no Python here proxies /mcp to its backend
     requirements: list[str] = []
     if chosen.python_app:
         progress("copying the project")
         _copy_source(root, home / chosen.app_folder)
-        requirements = _requirements(chosen, config, scheme, _project_requirements(root), found.distributions)
+        if generated is not None:  # beside the project's modules, as your own app's module is
+            shutil.copytree(generated.folder, home / chosen.app_folder, dirs_exist_ok=True)
+        requirements = _requirements(
+            chosen,
+            config,
+            scheme,
+            _project_requirements(root),
+            found.distributions,
+            generated.requirements if generated else (),
+        )
         named = {distribution_name(requirement) for requirement in requirements}
         serves_mcp = "mcp" in named  # without the SDK, POST /mcp only answers 501: not a route to list
         if chosen.vendors:
@@ -465,9 +500,10 @@ def build(
             _copy_alone([name for name in sorted(found.alone) if name not in named], home / chosen.app_folder)
 
     progress("rendering templates")
-    templates = Environment(
-        loader=PackageLoader("agent_unit_cli", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
-    )
+    loaders = [
+        PackageLoader(package, "templates") for package in dict.fromkeys([chosen.template_package, "agent_unit_cli"])
+    ]
+    templates = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, keep_trailing_newline=True)
     templates.filters["py"] = repr  # Python literals in generated Python
     context = {
         "name": config.name,
@@ -493,8 +529,8 @@ def build(
         "temporal": config.temporal_table,
         "requirements": requirements,
         "server": None
-        if config.server is None
-        else dict(zip(("module", "attribute"), config.server.split(":"), strict=True)),
+        if config.server_app is None
+        else dict(zip(("module", "attribute"), config.server_app.split(":"), strict=True)),
     }
     if chosen.context is not None:
         context |= chosen.context(config, options)
@@ -521,7 +557,9 @@ def build(
             raise BuildError(str(exc)) from None
     notes = list(chosen.notes)
     if config.server:
-        notes.insert(0, _server_note(chosen, config.server))
+        shown = generated.preset if generated else config.server_app  # a server preset by its name
+        own = generated is not None and chosen.python_app  # else the host runs no Python: its own note
+        notes.insert(0, generated.note if generated and own else chosen.server_note.format(server=repr(shown)))
     else:
         notes[:0] = chosen.agent_notes
     if chosen.start is not None:
@@ -544,7 +582,7 @@ def build(
         notes=notes,
         warnings=warnings,
         tasks=tasks,
-        server=config.server,
+        server=generated.preset if generated else config.server_app,
     )
 
 
@@ -555,16 +593,6 @@ def _copied(preset: Preset) -> list[str]:
     prefix = f"{preset.app_path}/" if preset.app_path else ""
     folders = [f"{prefix}{preset.app_folder}/" if preset.app_folder else f"{prefix}"]
     return [*folders, f"{prefix}vendor/"] if preset.vendors else folders
-
-
-def _server_note(preset: Preset, server: str) -> str:
-    """What the build made of the user's own app on this host."""
-    if not preset.python_app:
-        return (
-            f"server = {server!r}: Netlify runs no Python, so this site's proxy fronts your app as the backend "
-            "at the origin: every request goes there"
-        )
-    return f"server = {server!r}: the build serves your own app; agent-unit adds no engine, routes or storage"
 
 
 def _shown(path: Path) -> str:

@@ -8,6 +8,7 @@ build.
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -21,7 +22,7 @@ from agent_unit.http.origins import Origins
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
-__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Storage", "Task", "Temporal", "load_config", "store_url"]
+__all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Server", "Storage", "Task", "Temporal", "load_config", "store_url"]
 
 
 ENGINE_KEYS = {
@@ -103,6 +104,24 @@ class Storage(BaseModel):
     url: str
 
 
+APP_REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+"""``server = "module:app"``: your own ASGI app."""
+PRESET_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+"""``server = "google-adk"``: a server preset, the framework's own app."""
+
+
+FRAMEWORKS = "the framework's"
+
+
+class Server(BaseModel):
+    """``[server]``: a server preset with its own options (``preset = "google-adk"``, ``web = true``),
+    which the preset checks when the build or ``dev`` uses it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    preset: str = Field(pattern=PRESET_NAME.pattern)
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -116,7 +135,7 @@ class Config(BaseModel):
     retention: str | None = None
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     adapters: list[str] = []
-    server: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")  # your own ASGI app
+    server: str | Server | None = None  # your own ASGI app ("module:app"), or a server preset's name or table
     url: str | None = Field(default=None, pattern=r"^https?://")  # the deployment's own URL (A2A card, continues)
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
@@ -145,6 +164,33 @@ class Config(BaseModel):
     def storage_provider(self) -> str | None:
         """The kind of store the table form names (None for a plain URL, whose scheme says it)."""
         return self.storage.provider if isinstance(self.storage, Storage) else None
+
+    @property
+    def server_app(self) -> str | None:
+        """Your own app's ``"module:app"`` (a server preset's module once the build wrote it), or None."""
+        return self.server if isinstance(self.server, str) and APP_REFERENCE.match(self.server) else None
+
+    @property
+    def server_preset(self) -> str | None:
+        """The server preset ``server`` names (``"google-adk"``), or None for your own app or none."""
+        if isinstance(self.server, Server):
+            return self.server.preset
+        return self.server if self.server is not None and PRESET_NAME.match(self.server) else None
+
+    @property
+    def server_options(self) -> dict[str, Any]:
+        """The ``[server]`` table's keys besides ``preset``: the server preset's options."""
+        return dict(self.server.model_extra or {}) if isinstance(self.server, Server) else {}
+
+    @field_validator("server")
+    @classmethod
+    def _server(cls, value: str | Server | None) -> str | Server | None:
+        if isinstance(value, str) and not (APP_REFERENCE.match(value) or PRESET_NAME.match(value)):
+            raise ValueError(
+                f"{value!r}: write 'module:app' for your own ASGI app (e.g. 'web.main:app'), "
+                "or a server preset's name (e.g. 'google-adk')"
+            )
+        return value
 
     @field_validator("budget", "retention")
     @classmethod
@@ -212,12 +258,15 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
         problems = []
         for error in exc.errors(include_url=False):
             loc = error["loc"]
-            if loc[0] == "storage" and len(loc) > 1:  # a URL or a table: only the errors of the form written
-                if loc[1] != ("Storage" if isinstance(values.get("storage"), dict) else "str"):
+            if loc[0] in ("storage", "server") and len(loc) > 1:  # a string or a table: the form written's errors
+                form = "Storage" if loc[0] == "storage" else "Server"
+                if loc[1] != (form if isinstance(values.get(loc[0]), dict) else "str"):
                     continue
-                loc = ("storage", *loc[2:])
+                loc = (loc[0], *loc[2:])
             key = ".".join(str(part) for part in loc)
             message = "unknown key" + _did_you_mean(loc) if error["type"] == "extra_forbidden" else error["msg"]
+            if error["loc"][0] == "server":
+                message = message.removeprefix("Value error, ")
             if error["loc"][0] == "tasks":  # the schedule's own message; the handler's expected form
                 message = message.removeprefix("Value error, ")
                 if error["type"] == "string_pattern_mismatch":
@@ -230,7 +279,8 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
     if beside:
         reasons = "; ".join(f"{key}: {ENGINE_KEYS[key]}" for key in beside)
         raise ConfigError(
-            f"{_where(source)}: server = {config.server!r} serves your own app, so agent-unit adds no engine and "
+            f"{_where(source)}: server = {config.server_preset or config.server!r} serves "
+            f"{FRAMEWORKS if config.server_preset else 'your'} own app, so agent-unit adds no engine and "
             f"these keys do not apply: {reasons}. Remove them"
         )
     return config, source
@@ -243,6 +293,7 @@ def _did_you_mean(loc: tuple[int | str, ...]) -> str:
         "tasks": Task,
         "storage": Storage,
         "temporal": Temporal,
+        "server": Server,
     }
     table = tables.get(str(loc[0]), Config) if len(loc) > 1 else Config
     close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1)

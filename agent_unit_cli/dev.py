@@ -31,6 +31,8 @@ from agent_unit.tasks import tasks_from_config
 
 from .config import load_config, store_url
 from .dev_address import connect_url, forget, record
+from .presets import PRESETS
+from .server_presets import generate
 from .servers import load_server
 
 __all__ = ["ProjectFilter", "broken_agents", "check", "check_port", "create_app", "log_config", "serve", "watch"]
@@ -55,7 +57,15 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
     if config.server:
         from agent_unit.hosts.server import serve as serve_app
 
-        app = load_server(config.server, root)
+        reference, generated = config.server_app, None
+        if config.server_preset is not None:  # the framework's own app, as the server preset builds it
+            try:
+                made = generate(config.server_preset, config.server_options, root.resolve(), PRESETS["server"])
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            reference, generated = made.reference, made.folder
+        assert reference is not None  # a "module:app" or a server preset's: the configuration checked it
+        app = load_server(reference, root, generated)
         tasks = tasks_from_config(config.tasks, root=root.resolve())
         return serve_app(app, tasks=tasks, store=store_url(root, config) if tasks else None)
     found = discover_project(root, adapters=config.adapters)

@@ -23,7 +23,9 @@ from .config import Config, load_config, store_url
 from .flags import Command, Group
 from .frameworks import Framework
 from .presets import PRESETS, BuildOptions
+from .presets import presets as installed_presets
 from .report import fail, reported
+from .server_presets import server_presets
 
 app = typer.Typer(
     cls=Group,
@@ -63,6 +65,13 @@ def agents(root: Path = ROOT) -> None:
     console.print(table)
 
 
+def _served(config: Config) -> str:
+    """What ``dev`` serves instead of agents/: your app, or a server preset's."""
+    if config.server_preset is not None:
+        return f"the {config.server_preset} server"
+    return f"your app {config.server_app}"
+
+
 def _first_line(text: str | None) -> str:
     return text.splitlines()[0] if text else ""
 
@@ -70,10 +79,15 @@ def _first_line(text: str | None) -> str:
 @app.command(cls=Command)
 def presets() -> None:
     """List the build presets and what each needs."""
+    try:
+        found, servers = installed_presets(), server_presets()
+    except ValueError as exc:  # an installed preset that does not load: named, no traceback
+        raise fail(str(exc)) from None
     table = Table("preset", "output", "runs on", "storage")
-    for preset in PRESETS.values():
+    for preset in found.values():
         table.add_row(*(escape(text) for text in (preset.name, preset.output, preset.runs_on, preset.storage)))
     console.print(table)
+    console.print(f"server presets (server = NAME): {', '.join(sorted(servers))}", markup=False, highlight=False)
 
 
 class LogLevel(StrEnum):
@@ -113,7 +127,7 @@ def dev(
         serving.check_port(host, port)
     if config.server:
         console.print(
-            f"[bold]agent-unit {__version__}[/bold] dev: your app {escape(config.server)} from {escape(str(root))}",
+            f"[bold]agent-unit {__version__}[/bold] dev: {escape(_served(config))} from {escape(str(root))}",
             soft_wrap=True,
         )
         for name, task in sorted(config.tasks.items()):
@@ -165,7 +179,7 @@ def worker(root: Path = ROOT) -> None:
 def build_command(
     root: Path = ROOT,
     preset: str | None = typer.Option(
-        None, "--preset", help=f"{', '.join(PRESETS)} (default: the config's, or server)."
+        None, "--preset", help=f"{', '.join(PRESETS)} or an installed one (default: the config's, or server)."
     ),
     out: Path | None = typer.Option(None, "--out", help="Output folder (default: the preset's)."),
     arch: str | None = typer.Option(
@@ -200,7 +214,9 @@ def build_command(
     if as_json:
         print(json.dumps(result.to_dict()))
         return
-    what = f"your app {result.server}" if result.server else f"{len(result.agents)} agent(s)"
+    what = f"{len(result.agents)} agent(s)"
+    if result.server:  # your app ("module:app"), or a server preset's (its name)
+        what = f"your app {result.server}" if ":" in result.server else f"the {result.server} server"
     console.print(
         f"[green]built[/green] {escape(what)} with the {result.preset} preset into " + escape(str(result.output))
     )

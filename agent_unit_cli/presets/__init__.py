@@ -1,7 +1,8 @@
 """Build presets: one module each, a small declarative object plus its templates.
 
 A preset never touches another: adding a host is adding a module here and a folder under
-``templates/``.
+``templates/``. A third party publishes one through the ``agent_unit.presets`` entry-point group:
+a ``Preset`` (or a function returning one) whose ``template_package`` holds its ``templates/``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRESETS", "BuildOptions", "Finish", "Preset", "Start", "local_python"]
+__all__ = ["ENTRY_POINT_GROUP", "PRESETS", "BuildOptions", "Finish", "Preset", "Start", "local_python", "presets"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class Finish:
     warnings: list[str] = field(default_factory=list)  # what the preset found that the user should know
 
 
+SERVER_NOTE = "server = {server}: the build serves your own app; agent-unit adds no engine, routes or storage"
+
+
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -82,6 +86,10 @@ class Preset:
     requirements: tuple[str, ...] = ()  # what the host's entry needs besides the runtime (pinned at build)
     start: Callable[[BuildOptions], Start] | None = None  # how the host loads the output (None: no Python app)
     runs_tasks: str = ""  # what runs ``[tasks]`` on this host, for the build's report; empty: nothing does
+    unscheduled: str = ""  # with no ``runs_tasks``: what else can run the tasks on their schedules
+    own_stores: dict[str, str] = field(default_factory=dict)  # storage schemes only this host reaches: what each is
+    server_note: str = SERVER_NOTE  # what the build made of ``server = "module:app"`` here ({server}: its repr)
+    template_package: str = "agent_unit_cli"  # the package whose templates/ holds ``templates`` (then ours)
 
 
 def _load() -> dict[str, Preset]:
@@ -95,3 +103,27 @@ def _load() -> dict[str, Preset]:
 
 
 PRESETS = _load()
+"""The built-in presets, by name."""
+
+ENTRY_POINT_GROUP = "agent_unit.presets"
+
+
+def presets() -> dict[str, Preset]:
+    """The built-in presets, then the installed ones (which cannot replace a built-in); a
+    ``ValueError`` naming an installed one that does not load or is not a ``Preset``."""
+    from importlib.metadata import entry_points
+
+    found = dict(PRESETS)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            value = entry.load()
+            value = value() if callable(value) and not isinstance(value, Preset) else value
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is named, it does not stop the CLI
+            raise ValueError(f"the preset {entry.name!r} ({entry.value}) failed to load: {exc}") from None
+        if not isinstance(value, Preset):
+            raise ValueError(
+                f"the preset {entry.name!r} ({entry.value}) is a {type(value).__name__}, not a Preset: "
+                "export agent_unit_cli.presets.Preset(...)"
+            )
+        found.setdefault(value.name, value)
+    return found

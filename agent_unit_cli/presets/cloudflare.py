@@ -366,6 +366,7 @@ preset = Preset(
     context=context,
     finish=finish,
     runs_tasks="one Cloudflare Cron Trigger each, in wrangler.jsonc (scheduled on the Worker's entry)",
+    own_stores={"d1": "a Cloudflare D1 binding, which only a Worker has"},
     notes=(
         "uv run pywrangler deploy installs the packages in pyproject.toml (only pure-Python packages and "
         "Pyodide's builds run in a Worker), then deploys.",

@@ -217,6 +217,13 @@ preset = Preset(
     check=_check,
     context=_context,
     finish=_finish,
+    unscheduled=(
+        "unless the backend runs them on their schedules (build it with --preset server, docker, aws-lambda or vercel)"
+    ),
+    server_note=(
+        "server = {server}: Netlify runs no Python, so this site's proxy fronts your app as the backend "
+        "at the origin: every request goes there"
+    ),
     notes=(
         "Netlify runs no Python: the agents run on the backend at the origin (built with --preset docker, "
         "aws-lambda or vercel); this site proxies their routes there.",
