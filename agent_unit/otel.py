@@ -121,11 +121,9 @@ class Telemetry:
         self.runs_started.add(1, {"agent_unit.agent": record.agent})
         return span
 
-    def claimed(self, record: RunRecord, kind: str, now: float) -> None:
-        """A parked run was taken to execute again: how long it waited (from its last save)."""
-        if kind in ("resume", "wake", "continue", "recover"):
-            waited = max(0.0, now - record.updated_at.timestamp())
-            self.resume_latency.record(waited, {"agent_unit.agent": record.agent, "agent_unit.execution": kind})
+    def claimed(self, agent: str, kind: str, waited: float) -> None:
+        """A parked run was taken to execute again, ``waited`` seconds after its last save."""
+        self.resume_latency.record(max(0.0, waited), {"agent_unit.agent": agent, "agent_unit.execution": kind})
 
     def execution(self, record: RunRecord, kind: str, opened: Any | None = None) -> ExecutionTelemetry:
         """The span of one execution, current until :meth:`ExecutionTelemetry.end`.
@@ -138,7 +136,9 @@ class Telemetry:
         if span is None:
             current = trace.get_current_span().get_span_context()
             stored = _W3C.extract(record.trace) if record.trace else None
-            parent = stored if stored is not None and trace.get_current_span(stored).get_span_context().is_valid else None
+            parent = (
+                stored if stored is not None and trace.get_current_span(stored).get_span_context().is_valid else None
+            )
             links = [Link(current)] if parent is not None and current.is_valid else []
             span = self.tracer.start_span(
                 f"invoke_agent {record.agent}",
@@ -184,7 +184,7 @@ class Telemetry:
         }
         if "traceparent" not in carrier:
             return contextlib.nullcontext()
-        return _attached(_W3C.extract(carrier))
+        return _Attached(_W3C.extract(carrier))
 
     # -- sweeps -----------------------------------------------------------------------------
 
@@ -203,7 +203,7 @@ class Telemetry:
             if force_flush is not None:
                 try:
                     force_flush(millis)
-                except Exception:  # noqa: BLE001 - an exporter's failure never fails the invocation
+                except Exception:  # an exporter's failure never fails the invocation
                     logging.getLogger("agent_unit.otel").warning("exporting telemetry failed", exc_info=True)
 
 
@@ -257,7 +257,10 @@ class ExecutionTelemetry:
         agent = {"agent_unit.agent": record.agent}
         if isinstance(outcome, Interrupted):
             status = "interrupted"
-            attributes = {"agent_unit.interrupt.name": outcome.interrupt.name, "agent_unit.interrupt.key": outcome.interrupt.key}
+            attributes = {
+                "agent_unit.interrupt.name": outcome.interrupt.name,
+                "agent_unit.interrupt.key": outcome.interrupt.key,
+            }
             if tel.payloads:
                 attributes["agent_unit.interrupt.payload"] = _json(outcome.interrupt.payload)
             span.add_event("agent_unit.interrupt", attributes)
@@ -265,7 +268,8 @@ class ExecutionTelemetry:
             status = "sleeping"
             from .clock import to_datetime
 
-            span.add_event("agent_unit.sleep", {"agent_unit.wake_at": to_datetime(outcome.wake_at).isoformat()})
+            wake_at = to_datetime(outcome.wake_at)
+            span.add_event("agent_unit.sleep", {"agent_unit.wake_at": "" if wake_at is None else wake_at.isoformat()})
         elif isinstance(outcome, Yielded):
             status = "yielded"
             span.add_event("agent_unit.yield")
@@ -344,7 +348,11 @@ class WorkTelemetry:
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         self.execution.telemetry.step_duration.record(
             time.monotonic() - self._started,
-            {"agent_unit.agent": self.execution.record.agent, "agent_unit.work.kind": self.kind, "agent_unit.work.outcome": outcome},
+            {
+                "agent_unit.agent": self.execution.record.agent,
+                "agent_unit.work.kind": self.kind,
+                "agent_unit.work.outcome": outcome,
+            },
         )
         try:
             otel_context.detach(token)  # type: ignore[arg-type]
@@ -378,7 +386,7 @@ def _usage_attributes(span: Any, usage: Mapping[str, Any], *, total: bool = Fals
                 span.set_attribute("llm.token_count." + ("prompt" if "input" in field else "completion"), value)
 
 
-class _attached:
+class _Attached:
     """Attach a context for a block (``opentelemetry.context.attach``/``detach``)."""
 
     def __init__(self, context: Any) -> None:

@@ -67,11 +67,11 @@ def active() -> Telemetry | None:
         found = _configured_provider()
         if found is not None:
             return _enable(found, configured=True)
-    if any(os.environ.get(name, "").lower() not in ("", "none") for name in _ON_ENV):
-        if find_spec("opentelemetry") is not None and find_spec("opentelemetry.sdk") is not None:
-            from .otel import providers_from_env
+    wanted = any(os.environ.get(name, "").lower() not in ("", "none") for name in _ON_ENV)
+    if wanted and find_spec("opentelemetry") is not None and find_spec("opentelemetry.sdk") is not None:
+        from .otel import providers_from_env
 
-            return _enable(providers_from_env(), configured=False)
+        return _enable(providers_from_env(), configured=False)
     return None
 
 

@@ -6,6 +6,7 @@ Spans go to the SDK's in-memory exporter through ``agent_unit.telemetry.configur
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -104,7 +105,10 @@ async def test_a_parked_and_resumed_run_is_one_trace_under_the_request_that_star
     assert first.attributes["agent_unit.execution"] == "start"
     assert first.attributes["agent_unit.run.status"] == "interrupted"
     assert [event.name for event in first.events] == ["agent_unit.interrupt"]
-    assert first.events[0].attributes == {"agent_unit.interrupt.name": "approve", "agent_unit.interrupt.key": "interrupt:approve#0"}
+    assert first.events[0].attributes == {
+        "agent_unit.interrupt.name": "approve",
+        "agent_unit.interrupt.key": "interrupt:approve#0",
+    }
     assert second.attributes["agent_unit.execution"] == "resume"
     assert second.attributes["agent_unit.run.status"] == "completed"
     charge = steps["step charge"]
@@ -144,7 +148,7 @@ async def flaky(input: None, run: Run) -> str:
             raise ConnectionError("reset by peer")
         return "ok"
 
-    await run.step("call", call, retry=RetryPolicy(max_attempts=3, initial_delay=0.01))
+    await run.step("call", call, retry=RetryPolicy(attempts=3, initial=0.01))
     await run.step("boom", lambda: 1 / 0)
     return "never"
 
@@ -215,11 +219,9 @@ async def napper(input: None, run: Run) -> str:
 async def test_a_sleep_is_an_event_and_the_wake_up_a_span_of_the_same_trace_with_its_resume_latency(
     spans: Spans,
 ) -> None:
-    engine = RunEngine({"napper": napper}, MemoryStore())
+    engine = RunEngine({"napper": napper}, MemoryStore(), background_sweep=False)  # no timer: the sweep wakes it
     record = await engine.start("napper", None, wait=True)
     assert record.status == RunStatus.sleeping
-    import asyncio
-
     await asyncio.sleep(0.1)
     await engine.sweep(wait=True)
     assert (await engine.get(record.id)).status == RunStatus.completed
