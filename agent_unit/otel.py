@@ -11,6 +11,10 @@ Tempo and Honeycomb all draw a trace from its spans whatever their times, so the
 tree; a trace made of links only would show each execution alone. A wait is never a span held
 open: the interrupt, sleep or yield is an event on the execution that parked.
 
+An execution's span is named for what started it: ``run refund`` (the run's first), ``resume
+refund``, ``wake refund``, ``continue refund``, ``recover refund``; each has the GenAI
+``invoke_agent`` operation and ``agent_unit.execution`` saying which it is.
+
 Inside an execution, each step, model call and tool call that runs is a span (a replayed one is
 not: it did not run), made current while it runs, so a framework's own spans (PydanticAI's
 through Logfire, the OpenAI Agents SDK's) nest under it. Model and tool spans follow the GenAI
@@ -111,7 +115,7 @@ class Telemetry:
         """The run's first span, started as the run is created (a child of the current context: the
         request that starts it); its context goes into ``record.trace`` so the run is stored with it."""
         span = self.tracer.start_span(
-            f"invoke_agent {record.agent}", kind=SpanKind.INTERNAL, attributes=self._run_attributes(record, "start")
+            f"run {record.agent}", kind=SpanKind.INTERNAL, attributes=self._run_attributes(record, "start")
         )
         if self.payloads:
             span.set_attribute("agent_unit.run.input", _json(record.input))
@@ -141,7 +145,7 @@ class Telemetry:
             )
             links = [Link(current)] if parent is not None and current.is_valid else []
             span = self.tracer.start_span(
-                f"invoke_agent {record.agent}",
+                f"{kind} {record.agent}",
                 context=parent,
                 kind=SpanKind.INTERNAL,
                 attributes=self._run_attributes(record, kind),

@@ -42,6 +42,10 @@ class Spans:
     def all(self) -> list[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
 
+    def executions(self) -> list[ReadableSpan]:
+        found = [span for span in self.all() if span.attributes and "agent_unit.execution" in span.attributes]
+        return sorted(found, key=lambda span: span.start_time or 0)
+
     def named(self, prefix: str) -> list[ReadableSpan]:
         return [span for span in self.all() if span.name.startswith(prefix)]
 
@@ -94,7 +98,8 @@ async def test_a_parked_and_resumed_run_is_one_trace_under_the_request_that_star
     assert done.status == RunStatus.completed
     await engine.aclose()
 
-    first, second = spans.named("invoke_agent refund")
+    first, second = spans.executions()
+    assert (first.name, second.name) == ("run refund", "resume refund")
     steps = {span.name: span for span in spans.named("step ")}
     assert set(steps) == {"step load", "step charge"}  # the resume replayed load: no second span
     assert {span.context.trace_id for span in spans.all()} == {int(INCOMING.split("-")[1], 16)}
@@ -131,7 +136,10 @@ async def test_payloads_are_recorded_only_when_asked_for() -> None:
         await engine.aclose()
     finally:
         telemetry.reset()
-    first, second = [span for span in exporter.get_finished_spans() if span.name == "invoke_agent refund"]
+    first, second = sorted(
+        (span for span in exporter.get_finished_spans() if span.name.endswith(" refund")),
+        key=lambda span: span.start_time or 0,
+    )
     assert first.attributes["agent_unit.run.input"] == '{"id": "o1"}'
     assert first.events[0].attributes["agent_unit.interrupt.payload"] == '{"id": "o1"}'  # type: ignore[index]
     assert second.attributes["agent_unit.run.output"] == '"refunded: yes"'
@@ -164,7 +172,7 @@ async def test_a_step_span_shows_its_retries_and_a_failed_step_its_error(spans: 
     assert call.events[0].attributes["exception.type"] == "ConnectionError"  # type: ignore[index]
     assert boom.attributes["agent_unit.work.outcome"] == "error"
     assert boom.status.status_code.name == "ERROR"
-    (run,) = spans.named("invoke_agent")
+    (run,) = spans.executions()
     assert run.attributes["agent_unit.run.status"] == "failed" and run.status.status_code.name == "ERROR"
     (finished,) = spans.points("agent_unit.runs.finished")
     assert dict(finished.attributes) == {"agent_unit.agent": "flaky", "agent_unit.run.status": "failed"}
@@ -226,7 +234,8 @@ async def test_a_sleep_is_an_event_and_the_wake_up_a_span_of_the_same_trace_with
     await engine.sweep(wait=True)
     assert (await engine.get(record.id)).status == RunStatus.completed
     await engine.aclose()
-    first, woken = spans.named("invoke_agent")
+    first, woken = spans.executions()
+    assert (first.name, woken.name) == ("run napper", "wake napper")
     assert [event.name for event in first.events] == ["agent_unit.sleep"]
     assert woken.attributes["agent_unit.execution"] == "wake"
     assert woken.parent is not None and woken.parent.span_id == first.context.span_id
@@ -246,7 +255,7 @@ async def test_log_records_made_in_a_run_carry_its_id_and_trace_id(spans: Spans)
     finally:
         log.removeHandler(handler)
     (line,) = [seen for seen in seen_logs if seen.getMessage() == "loaded o1"]
-    (run,) = spans.named("invoke_agent")
+    (run,) = spans.executions()
     assert line.run_id == record.id  # type: ignore[attr-defined]
     assert line.otelTraceID == format(run.context.trace_id, "032x")  # type: ignore[attr-defined]
 
@@ -287,5 +296,5 @@ def test_the_standard_otel_environment_turns_spans_on_with_no_code() -> None:
     env.update(OTEL_TRACES_EXPORTER="console", OTEL_SERVICE_NAME="shop")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     exported = json.loads("[" + done.stdout.replace("}\n{", "},\n{") + "]")
-    assert sorted(span["name"] for span in exported) == ["invoke_agent steps", "step one", "step two"]
+    assert sorted(span["name"] for span in exported) == ["run steps", "step one", "step two"]
     assert {span["resource"]["attributes"]["service.name"] for span in exported} == {"shop"}

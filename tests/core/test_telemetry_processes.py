@@ -52,7 +52,7 @@ def test_a_run_parked_in_one_process_and_resumed_in_another_is_one_trace_under_t
     spans = read_spans(spans_file)
     assert {span["trace_id"] for span in spans} == {TRACE_ID}
     named = by_name(spans)
-    first, second = named["invoke_agent refund"]
+    (first,), (second,) = named["run refund"], named["resume refund"]
     assert first["pid"] != second["pid"]  # two processes
     assert first["parent_id"] == INCOMING.split("-")[2]  # the request's traceparent
     assert second["parent_id"] == first["span_id"]
@@ -96,8 +96,8 @@ async def test_a_run_recovered_after_sigkill_in_another_process_continues_its_tr
     spans = read_spans(spans_file)
     named = by_name(spans)
     # The killed process ended only step one's span: its execution's span and step two's never ended.
-    assert "invoke_agent crashable" in named and len(named["invoke_agent crashable"]) == 1
-    (recovery,) = named["invoke_agent crashable"]
+    assert "run crashable" not in named
+    (recovery,) = named["recover crashable"]
     (one,) = named["step one"]
     (two,) = named["step two"]  # the run of step two that finished, in the recovering process
     assert {span["trace_id"] for span in spans} == {one["trace_id"]}

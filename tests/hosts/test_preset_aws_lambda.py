@@ -260,7 +260,7 @@ def test_a_runs_spans_are_exported_before_the_handler_returns(redis_function: La
     redis_function.runner_args = [sysconfig.get_paths()["purelib"]]
     started = redis_function.http("POST", "/agents/refund/runs", {"input": {"order_id": "o_1"}})
     assert started["json"]["status"] == "interrupted"
-    assert started["spans"] == ["invoke_agent refund", "step load-order"]
+    assert started["spans"] == ["run refund", "step load-order"]
 
 
 def test_a_streamed_start_answers_with_the_events_so_far(redis_function: Lambda) -> None:
