@@ -365,29 +365,29 @@ class WorkTelemetry:
 
 
 def _usage_attributes(span: Any, usage: Mapping[str, Any], *, total: bool = False) -> None:
-    """Token usage (an AG-UI ``TokenUsage`` entry, or the record's snake_case one) as GenAI attributes."""
+    """Token usage (an AG-UI ``TokenUsage`` entry, or the record's snake_case one) as GenAI attributes
+    on a model call's span; ``total``: the run's usage so far, one ``agent_unit.usage.{model}.*`` set
+    per model on an execution's span (a run may use several)."""
     model = usage.get("model")
-    provider = usage.get("provider")
-    prefix = "agent_unit.usage." if total else "gen_ai."
-    if total:  # a run may use several models: one attribute set per model
-        prefix = f"agent_unit.usage.{model or 'model'}."
-    else:
-        if model:
-            span.set_attribute("gen_ai.request.model", str(model))
-            span.set_attribute("gen_ai.response.model", str(model))
-        if provider:
-            span.set_attribute("gen_ai.provider.name", str(provider))
-    for field, name in (
-        ("inputTokens", "usage.input_tokens"),
-        ("outputTokens", "usage.output_tokens"),
-        ("input_tokens", "usage.input_tokens"),
-        ("output_tokens", "usage.output_tokens"),
-    ):
-        value = usage.get(field)
+    counts = {
+        "input_tokens": usage.get("inputTokens", usage.get("input_tokens")),
+        "output_tokens": usage.get("outputTokens", usage.get("output_tokens")),
+    }
+    if total:
+        for name, value in counts.items():
+            if isinstance(value, int):
+                span.set_attribute(f"agent_unit.usage.{model or 'model'}.{name}", value)
+        return
+    if model:
+        span.set_attribute("gen_ai.request.model", str(model))
+        span.set_attribute("gen_ai.response.model", str(model))
+    if usage.get("provider"):
+        span.set_attribute("gen_ai.provider.name", str(usage["provider"]))
+    for name, value in counts.items():
         if isinstance(value, int):
-            span.set_attribute(prefix + name, value)
-            if not total:  # Phoenix reads OpenInference's names for token counts
-                span.set_attribute("llm.token_count." + ("prompt" if "input" in field else "completion"), value)
+            span.set_attribute(f"gen_ai.usage.{name}", value)
+            # Phoenix reads OpenInference's names for token counts
+            span.set_attribute("llm.token_count." + ("prompt" if name == "input_tokens" else "completion"), value)
 
 
 class _Attached:
