@@ -66,12 +66,12 @@ def active() -> Telemetry | None:
     if "opentelemetry.trace" in sys.modules:
         found = _configured_provider()
         if found is not None:
-            return _enable(found, configured=True)
+            return _enable(found, None)
     wanted = any(os.environ.get(name, "").lower() not in ("", "none") for name in _ON_ENV)
     if wanted and find_spec("opentelemetry") is not None and find_spec("opentelemetry.sdk") is not None:
         from .otel import providers_from_env
 
-        return _enable(providers_from_env(), configured=False)
+        return _enable(*providers_from_env())
     return None
 
 
@@ -85,11 +85,10 @@ def _configured_provider() -> Any | None:
     return provider
 
 
-def _enable(providers: Any, *, configured: bool) -> Telemetry:
+def _enable(tracer_provider: Any, meter_provider: Any | None) -> Telemetry:
     global _active
     from .otel import Telemetry
 
-    tracer_provider, meter_provider = providers if isinstance(providers, tuple) else (providers, None)
     _active = Telemetry(tracer_provider, meter_provider, payloads=payloads_wanted())
     return _active
 

@@ -94,7 +94,12 @@ async def test_a_parked_and_resumed_run_is_one_trace_under_the_request_that_star
     finally:
         otel_context.detach(token)
     assert record.status == RunStatus.interrupted
-    done = await engine.resume(record.id, "yes", wait=True)
+    answering = "00-11111111111111111111111111111111-2222222222222222-01"  # the request that answers it
+    token = otel_context.attach(TraceContextTextMapPropagator().extract({"traceparent": answering}))
+    try:
+        done = await engine.resume(record.id, "yes", wait=True)
+    finally:
+        otel_context.detach(token)
     assert done.status == RunStatus.completed
     await engine.aclose()
 
@@ -105,6 +110,7 @@ async def test_a_parked_and_resumed_run_is_one_trace_under_the_request_that_star
     assert {span.context.trace_id for span in spans.all()} == {int(INCOMING.split("-")[1], 16)}
     assert first.parent is not None and first.parent.span_id == int(INCOMING.split("-")[2], 16)
     assert second.parent is not None and second.parent.span_id == first.context.span_id
+    assert [link.context.span_id for link in second.links] == [0x2222222222222222]  # in the run's trace, linked
     assert steps["step load"].parent.span_id == first.context.span_id  # type: ignore[union-attr]
     assert steps["step charge"].parent.span_id == second.context.span_id  # type: ignore[union-attr]
     assert first.attributes["agent_unit.execution"] == "start"
