@@ -221,22 +221,20 @@ class ExecutionTelemetry:
         self.kind = kind
         self._token: object | None = otel_context.attach(trace.set_span_in_context(span))
 
-    def work(self, key: str, name: str, attempt: int) -> WorkTelemetry | None:
+    def work(self, key: str, name: str) -> WorkTelemetry | None:
         """The span of a step, model or tool call that runs now (None for bookkeeping: values, reads)."""
         found = work_kind(key, name)
         if found is None:
             return None
         kind, rest = found
-        attributes: dict[str, Any] = {
-            "openinference.span.kind": _SPAN_KIND[kind],
-            "agent_unit.run.id": self.record.id,
-            "agent_unit.run.attempt": attempt,
-            "agent_unit.work.kind": kind,
-            "agent_unit.work.key": key,
-        }
         from .run import idempotency_key
 
-        attributes["agent_unit.idempotency_key"] = idempotency_key(self.record.id, key)
+        # Few attributes: each costs the SDK a few microseconds, and a step may take only tens.
+        # The run's id and attempt are on the execution's span, this span's parent.
+        attributes: dict[str, Any] = {
+            "openinference.span.kind": _SPAN_KIND[kind],
+            "agent_unit.idempotency_key": idempotency_key(self.record.id, key),
+        }
         if kind == "step":
             title = f"step {name}"
             attributes["agent_unit.step.name"] = name
@@ -345,8 +343,10 @@ class WorkTelemetry:
         token, self._token = self._token, None
         span = self.span
         outcome = "ok" if error is None else "cancelled" if isinstance(error, Cancelled) else "error"
-        span.set_attribute("agent_unit.work.attempts", attempt)
-        span.set_attribute("agent_unit.work.outcome", outcome)
+        if attempt > 1:
+            span.set_attribute("agent_unit.work.attempts", attempt)
+        if outcome != "ok":
+            span.set_attribute("agent_unit.work.outcome", outcome)
         if outcome == "error" and error is not None:
             span.record_exception(error)
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))

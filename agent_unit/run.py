@@ -389,7 +389,7 @@ class Run:
             return self._step_failed(exc, name)
 
         # This work's span, when OpenTelemetry is on (a replay, above, makes none: nothing ran).
-        observed = None if execution.telemetry is None else execution.telemetry.work(key, name, self.attempt)
+        observed = None if execution.telemetry is None else execution.telemetry.work(key, name)
         attempt = 1
         execution.enter_step()
         try:
