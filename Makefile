@@ -56,6 +56,7 @@ matrix: $(VENV)/.installed  ## examples/universal: every framework on every host
 bench: $(VENV)/.installed  ## benchmarks side by side with the peers (see BENCHMARKS.md and bench/*/README.md)
 	$(PY) bench/run.py
 	$(PY) bench/http/run.py
+	$(PY) bench/otel_cost.py --write
 
 observability: $(VENV)/.installed $(PHOENIX_VENV)/.installed  ## a run's trace in Phoenix, screenshotted for the README
 	$(PY) scripts/phoenix_screenshot.py

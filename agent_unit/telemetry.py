@@ -61,7 +61,7 @@ def active() -> Telemetry | None:
     """
     if _active is not None or _explicit:
         return _active
-    if _off():
+    if _off() or sys.platform == "emscripten":  # Pyodide (Workers): no threads or sockets to export from
         return None
     if "opentelemetry.trace" in sys.modules:
         found = _configured_provider()
