@@ -28,6 +28,8 @@ from agent_unit import RetryPolicy, Run, RunEngine, RunStatus, define_agent, tel
 from agent_unit.durable import Durable
 from agent_unit.stores.memory import MemoryStore
 
+from .test_telemetry_agents import steps
+
 INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
@@ -304,3 +306,18 @@ def test_the_standard_otel_environment_turns_spans_on_with_no_code() -> None:
     exported = json.loads("[" + done.stdout.replace("}\n{", "},\n{") + "]")
     assert sorted(span["name"] for span in exported) == ["run steps", "step one", "step two"]
     assert {span["resource"]["attributes"]["service.name"] for span in exported} == {"shop"}
+
+
+async def test_a_budget_yield_is_an_event_and_each_continuation_a_child_of_the_runs_first_span(spans: Spans) -> None:
+    engine = RunEngine({"steps": steps}, MemoryStore(), budget="0s")  # yield after every step
+    record = await engine.start("steps", None, wait=True)
+    await engine.aclose()
+    assert record.status == RunStatus.completed
+    first, *continued = spans.executions()
+    assert first.name == "run steps" and [span.name for span in continued] == ["continue steps"]
+    assert [event.name for event in first.events] == ["agent_unit.yield"]
+    assert first.attributes["agent_unit.run.status"] == "yielded"
+    assert continued[0].parent is not None and continued[0].parent.span_id == first.context.span_id
+    assert sorted(span.name for span in spans.named("step ")) == ["step one", "step two"]
+    (parked,) = spans.points("agent_unit.runs.parked")
+    assert dict(parked.attributes) == {"agent_unit.agent": "steps", "agent_unit.park": "yielded"}
