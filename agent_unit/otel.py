@@ -145,7 +145,7 @@ class Telemetry:
             )
             links = [Link(current)] if parent is not None and current.is_valid else []
             span = self.tracer.start_span(
-                f"{kind} {record.agent}",
+                f"{'run' if kind == 'start' else kind} {record.agent}",
                 context=parent,
                 kind=SpanKind.INTERNAL,
                 attributes=self._run_attributes(record, kind),
