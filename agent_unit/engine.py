@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from . import events as ev
-from . import jsontext
+from . import jsontext, telemetry
 from .agent import Agent
 from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
@@ -268,16 +268,19 @@ class RunEngine:
 
     async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
         """Create a run and execute it; with ``wait``, return once it parks or ends."""
-        record = await self._create(agent, input, thread_id=thread_id, leased=True)
-        self._executor.spawn(record, fresh=True)
+        record, opened = await self._create(agent, input, thread_id=thread_id, leased=True)
+        self._executor.spawn(record, fresh=True, opened=opened)
         return await self.wait(record.id) if wait else record.model_copy()
 
     async def create(self, agent: str, input: Any, *, thread_id: str | None = None) -> RunRecord:
         """Store a new run, queued for an executor elsewhere (another engine, e.g. Temporal's workers,
         which :meth:`advance` it): nothing executes it here, and nothing sweeps it."""
-        return await self._create(agent, input, thread_id=thread_id, leased=False)
+        record, _ = await self._create(agent, input, thread_id=thread_id, leased=False)
+        return record
 
-    async def _create(self, agent: str, input: Any, *, thread_id: str | None, leased: bool) -> RunRecord:
+    async def _create(self, agent: str, input: Any, *, thread_id: str | None, leased: bool) -> tuple[RunRecord, Any]:
+        """The new run, stored; and, when it is leased here and OpenTelemetry is on, its first
+        span, opened now so the run is stored with its trace context (``record.trace``)."""
         definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
@@ -296,11 +299,18 @@ class RunEngine:
             lease_expires=now + self.lease_ttl if leased else None,
             due_at=now + self.lease_ttl if leased else None,
         )
-        await self.store.create_run(
-            record, events=[ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))]
-        )
+        observed = telemetry.active() if leased else None
+        opened = None if observed is None else observed.open_run(record)
+        try:
+            await self.store.create_run(
+                record, events=[ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))]
+            )
+        except BaseException:
+            if opened is not None:
+                opened.end()
+            raise
         self.tail.notify(record.id)
-        return record
+        return record, opened
 
     async def discard(self, run_id: str) -> None:
         """Delete a run that :meth:`create` stored and nothing ever executed (its executor refused it)."""
@@ -321,21 +331,21 @@ class RunEngine:
             record = await self.get(run_id)
             now = self.clock.time()
             try:
-                if record.status == RunStatus.queued:
-                    await self._executor.claim(record)
+                if record.status == RunStatus.queued:  # its first execution has no trace stored yet
+                    await self._executor.claim(record, kind="continue" if record.trace else "start")
                 elif record.status == RunStatus.sleeping:
                     if record.due_at is not None and record.due_at > now:
                         await asyncio.sleep(record.due_at - now)
                         continue
                     await self._executor.claim(
-                        record, events=(ev.run_started(record.id, record.thread_id, record.attempt),)
+                        record, events=(ev.run_started(record.id, record.thread_id, record.attempt),), kind="wake"
                     )
                 elif record.status == RunStatus.running:
                     expires = record.lease_expires or 0.0
                     if expires > now and not owner_is_gone(record.lease_owner or ""):
                         await asyncio.sleep(min(expires - now + _LAPSE_MARGIN, self.lease_ttl))
                         continue
-                    await self._executor.claim(record, recovered=True)
+                    await self._executor.claim(record, recovered=True, kind="recover")
                 else:
                     return record
             except RunConflict:
@@ -357,7 +367,10 @@ class RunEngine:
         _check_interrupt(record, interrupt_key)
         entry = JournalEntry(record.interrupt.key, check_answer(record, answer, limit=self.max_step_bytes))
         await self._executor.claim(
-            record, journal=(entry,), events=(ev.run_started(record.id, record.thread_id, record.attempt),)
+            record,
+            journal=(entry,),
+            events=(ev.run_started(record.id, record.thread_id, record.attempt),),
+            kind="resume",
         )
         return await self.wait(run_id) if wait else record
 
@@ -400,7 +413,9 @@ class RunEngine:
             self._sweeper.arm(run_id, record.due_at)
             return record
         try:
-            await self._executor.claim(record, events=(ev.run_started(record.id, record.thread_id, record.attempt),))
+            await self._executor.claim(
+                record, events=(ev.run_started(record.id, record.thread_id, record.attempt),), kind="wake"
+            )
         except RunConflict:
             again = await self.get(run_id)
             if again.status != RunStatus.sleeping:
@@ -413,7 +428,7 @@ class RunEngine:
         record = await self.get(run_id)
         if record.status != RunStatus.queued:
             raise RunConflict(f"run {run_id} is {record.status.value}, not waiting to continue")
-        await self._executor.claim(record)
+        await self._executor.claim(record, kind="continue")
         return await self.wait(run_id) if wait else record
 
     async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:

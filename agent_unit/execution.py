@@ -11,13 +11,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, StoreUnavailable
 from .events import EventBuffer
 from .parks import Cancelled, Yielded
 from .records import JournalEntry, RunRecord
 from .stores import Store
+
+if TYPE_CHECKING:
+    from .otel import ExecutionTelemetry
 
 __all__ = ["Execution"]
 
@@ -62,6 +65,7 @@ class Execution:
         self._idle: asyncio.Event | None = None
         self._halt = asyncio.Event()  # set once this execution stops: wakes steps waiting to retry
         self.stopping = False  # set once the agent is done: no new step starts, no renewal runs
+        self.telemetry: ExecutionTelemetry | None = None  # this execution's span, when OpenTelemetry is on
 
     def enter_step(self) -> None:
         self._in_flight += 1

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from . import events as ev
-from . import jsontext
+from . import jsontext, telemetry
 from .clock import to_datetime
 from .errors import (
     VALUE_ERRORS,
@@ -73,11 +73,15 @@ class Executor:
         journal: tuple[JournalEntry, ...] = (),
         events: tuple[dict[str, Any], ...] = (),
         recovered: bool = False,
+        kind: str = "continue",
     ) -> None:
-        """Take the run (compare-and-set) with this engine as lease owner, then execute it."""
+        """Take the run (compare-and-set) with this engine as lease owner, then execute it.
+
+        ``kind`` (``resume``, ``wake``, ``continue``, ``recover``) names the execution in its span."""
         self._engine.check_agent(record.agent)  # a broken agent's run stays as it is, for when it loads again
         expected = record.version
         now = self._engine.clock.time()
+        parked = record.updated_at  # when it parked (or last changed): the resume latency's start
         record.status = RunStatus.running
         record.interrupt = None
         record.wake_at = None
@@ -94,7 +98,10 @@ class Executor:
         if events:
             self._engine.tail.notify(record.id)
         self.sweeper.disarm(record.id)
-        self.spawn(record)
+        observed = telemetry.active()
+        if observed is not None:
+            observed.claimed(record.agent, kind, now - parked.timestamp())
+        self.spawn(record, kind=kind)
 
     def lapses(self, record: RunRecord) -> bool:
         """Running under another process's lease, which lapses unless that process renews it."""
@@ -106,8 +113,9 @@ class Executor:
         process (one that outlived its lease) cannot write through a later claim's lease."""
         return f"{self._engine.owner}/{new_id('c')[-10:]}"
 
-    def spawn(self, record: RunRecord, *, fresh: bool = False) -> None:
-        """Execute ``record`` in a task of its own; ``fresh``: created just now, so its journal is empty."""
+    def spawn(self, record: RunRecord, *, fresh: bool = False, kind: str = "start", opened: Any = None) -> None:
+        """Execute ``record`` in a task of its own; ``fresh``: created just now, so its journal is empty.
+        ``kind`` and ``opened`` (the run's first span) are for telemetry (:mod:`agent_unit.otel`)."""
         self._engine.start_background()
         execution = Execution(
             record,
@@ -120,7 +128,7 @@ class Executor:
             notify=self._engine.tail.notify,
         )
         task = asyncio.get_running_loop().create_task(
-            self._execute(execution, fresh=fresh), name=f"agent-unit {record.id}"
+            self._execute(execution, fresh=fresh, kind=kind, opened=opened), name=f"agent-unit {record.id}"
         )
         self.executions[record.id] = (task, execution)
         task.add_done_callback(lambda done: self.forget(record.id, done))
@@ -138,16 +146,21 @@ class Executor:
             execution.signal.set()
             task.cancel()
 
-    async def _execute(self, execution: Execution, *, fresh: bool = False) -> None:
+    async def _execute(
+        self, execution: Execution, *, fresh: bool = False, kind: str = "start", opened: Any = None
+    ) -> None:
         record = execution.record
+        observed = telemetry.active()
+        if observed is not None:  # this execution's span, current while the agent runs
+            execution.telemetry = observed.execution(record, kind, opened)
         renewal = asyncio.ensure_future(self._keep_lease(execution, asyncio.current_task()))
         token = None
+        outcome: BaseException | None = None
         try:
             agent = self._engine.agents.get(record.agent)
             journal = {} if fresh else await self._engine.store.load_journal(record.id)
             run = Run(execution, journal)
             token = active_run.set(run)
-            outcome: BaseException | None = None
             output: Any = None
             try:
                 if agent is None:
@@ -208,6 +221,8 @@ class Executor:
             execution.close()
             if token is not None:
                 active_run.reset(token)
+            if execution.telemetry is not None:
+                execution.telemetry.end(outcome, execution.stop_reason)
 
     async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
         """Renew the lease while the run executes; stop this execution if it was lost."""

@@ -106,6 +106,9 @@ class RunRecord(BaseModel):
     lease_owner: str | None = None
     lease_expires: float | None = None
     due_at: float | None = None
+    trace: dict[str, str] | None = None
+    """The run's trace context (W3C ``traceparent``/``tracestate``) when OpenTelemetry is on, so
+    every execution of the run, in any process, joins the one trace (see :mod:`agent_unit.otel`)."""
 
     @field_validator("usage", mode="before")
     @classmethod
@@ -118,18 +121,36 @@ class RunRecord(BaseModel):
         return self.status in FINISHED
 
     def public(self) -> dict[str, Any]:
-        """The record as the API shows it: no lease bookkeeping, and no ``answer_type`` (the
+        """The record as the API shows it: no lease bookkeeping or trace context, and no ``answer_type`` (the
         module path of the answer's class, internal to validating a resume; the interrupt's
         ``answer_schema`` describes the answer)."""
         return self.model_dump(mode="json", exclude=_PRIVATE)
 
 
-_PRIVATE: Any = {"lease_owner": True, "lease_expires": True, "due_at": True, "interrupt": {"answer_type"}}
+_PRIVATE: Any = {
+    "lease_owner": True,
+    "lease_expires": True,
+    "due_at": True,
+    "trace": True,
+    "interrupt": {"answer_type"},
+}
 
 
 # The fields kept in the store's JSON column; the rest are columns of their own.
 DATA_FIELDS = frozenset(
-    {"input", "output", "error", "interrupt", "wake_at", "usage", "attempt", "created_at", "updated_at", "finished_at"}
+    {
+        "input",
+        "output",
+        "error",
+        "interrupt",
+        "wake_at",
+        "usage",
+        "attempt",
+        "created_at",
+        "updated_at",
+        "finished_at",
+        "trace",
+    }
 )
 
 

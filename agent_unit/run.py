@@ -388,11 +388,13 @@ class Run:
             await execution.commit(JournalEntry(key, error=error, meta=meta), *events)
             return self._step_failed(exc, name)
 
+        # This work's span, when OpenTelemetry is on (a replay, above, makes none: nothing ran).
+        observed = None if execution.telemetry is None else execution.telemetry.work(key, name)
+        attempt = 1
         execution.enter_step()
         try:
             token = _current_step.set(context)
             try:
-                attempt = 1
                 while True:
                     try:
                         result = await call(fn, args, threads=STEP_THREADS)
@@ -402,6 +404,8 @@ class Run:
                             await fail(exc)
                             raise
                         delay = retry.delay(attempt)
+                        if observed is not None:
+                            observed.retry(attempt, exc, delay)
                         execution.events.add(step_retry(name, attempt, error_event(encode_error(exc, name)), delay))
                         execution.schedule_flush(soon=True)
                         if not await execution.backoff(delay):
@@ -428,8 +432,16 @@ class Run:
                 raise await fail(StepResultError(f"{what} cannot be stored: {exc}")) from None
             if spent:
                 self._usage.append(spent)
+            if observed is not None:
+                observed.returned(text, spent)
+        except BaseException as exc:
+            if observed is not None:
+                observed.end(exc, attempt)
+            raise
         finally:
             execution.leave_step()
+        if observed is not None:
+            observed.end(None, attempt)
         return value
 
     def idempotency_key(self) -> str:

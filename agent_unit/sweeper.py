@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import events as ev
+from . import telemetry
 from .clock import to_datetime
 from .errors import AgentBroken, RunConflict, RunNotFound, StoreUnavailable
 from .executor import Executor, maybe_await
@@ -67,6 +69,7 @@ class Sweeper:
         follows it to its new expiry).
         """
         now = self._engine.clock.time()
+        started = time.monotonic()
         result = SweepResult()
         touched: list[str] = []
         for record in await self._engine.store.due_runs(before=now, limit=limit):
@@ -75,6 +78,9 @@ class Sweeper:
         if not self._engine.clock.manual and self._engine.schedule_wake is None:
             touched += await self._look_ahead(now, result, limit=limit, lapsing=lapsing)
         result.run_ids = tuple(touched)
+        observed = telemetry.active()
+        if observed is not None:
+            observed.swept(started, result.woken, result.recovered, result.deleted)
         if wait:
             for run_id in touched:
                 await self._engine.wait(run_id)
@@ -116,7 +122,7 @@ class Sweeper:
         try:
             if record.status == RunStatus.sleeping:
                 await self._executor.claim(
-                    record, events=(ev.run_started(record.id, record.thread_id, record.attempt),)
+                    record, events=(ev.run_started(record.id, record.thread_id, record.attempt),), kind="wake"
                 )
                 result.woken += 1
                 log.info("woke run %s of agent %r: its wake time passed", record.id, record.agent)
@@ -124,7 +130,7 @@ class Sweeper:
                 if record.id in self._executor.executions:
                     return False  # ours and alive: its renewal is just late
                 crashed = record.status == RunStatus.running
-                await self._executor.claim(record, recovered=crashed)
+                await self._executor.claim(record, recovered=crashed, kind="recover" if crashed else "continue")
                 result.recovered += 1
                 if owner_gone:
                     why = "the process that held its lease on this machine has ended"

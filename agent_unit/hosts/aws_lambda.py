@@ -14,6 +14,8 @@
   claimed in the store first, so a repeated delivery runs nothing).
 - Lambda freezes the process once the handler returns, so ``wait_until`` work started by the
   invocation is finished before the response is returned (within the invocation's time left).
+- OpenTelemetry's buffered spans, metrics and logs are exported before the handler returns (a
+  frozen process would hold them until its next invocation, or lose them).
 - A run that yields continues in a fresh invocation: :func:`continue_at` POSTs
   ``/__agent-unit/continue`` at the function's own URL (configured, never taken from a
   request) with the secret, and returns once the request is on its way.
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import telemetry
 from ..env import drain
 from ..errors import TaskError
 from ..host import Host, use_host
@@ -99,10 +102,13 @@ def lambda_handler(
     registry = tasks_from_config(tasks or {})
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        if host is None:
-            return invoke(event, context)
-        with use_host(host):
-            return invoke(event, context)
+        try:
+            if host is None:
+                return invoke(event, context)
+            with use_host(host):
+                return invoke(event, context)
+        finally:
+            telemetry.flush(_time_left(context) or 5.0)  # Lambda freezes the process once this returns
 
     def invoke(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if "app" not in state:

@@ -33,9 +33,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import env
+from .. import env, telemetry
 from ..errors import TaskNotFound, Unauthorized
 from ..host import Host, use_host
+from ..threads import run_in_thread
 from . import continuation
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve", "vercel_host"]
@@ -153,6 +154,8 @@ class VercelApp:
                 await self.settle(request)
             while waiting := [task for task in later if not task.done()]:  # work may start more work
                 await asyncio.wait(waiting)
+            if telemetry.active() is not None:  # the instance may be frozen once this returns
+                await run_in_thread(telemetry.flush)
         finally:
             _request.reset(reset)
 

@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from .. import env
+from .. import env, telemetry
 from ..agent import Agent
 from ..discovery import discover_agents
 from ..engine import RunEngine
@@ -79,6 +79,14 @@ class AgentUnit(Starlette):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             self.mount_path = scope.get("root_path", "")
+            observed = telemetry.active()
+            if observed is not None:  # a run started here joins the caller's trace (its traceparent)
+                with observed.incoming(scope.get("headers", [])):
+                    await self._serve(scope, receive, send)
+                return
+        await self._serve(scope, receive, send)
+
+    async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
         if entered_host() is not None or self.agent_host is SERVER:
             await super().__call__(scope, receive, send)
             return

@@ -343,7 +343,19 @@ def finish(step: Finish) -> list[str]:
             else f"{name}{needed} ships compiled code here: a Worker runs only pure-Python packages and "
             f"Pyodide's builds, so `uv run pywrangler sync` fails if Pyodide has no build of {name}"
         )
+    if any(_otel(requirement) for requirement in step.context["requirements"]):
+        step.warnings.append(
+            "OpenTelemetry is not emitted from a Worker: its SDK exports from threads and sockets, which "
+            "Python Workers do not have, so runs there send no spans, metrics or logs (OTEL_* settings are ignored)"
+        )
     return []
+
+
+def _otel(requirement: str) -> bool:
+    """Whether a requirement asks for OpenTelemetry (its packages, Logfire, or ``agent-unit[otel]``)."""
+    text = requirement.strip().lower()
+    name = re.split(r"[\s\[<>=!~;@]", text, maxsplit=1)[0]
+    return name.startswith(("opentelemetry", "logfire")) or (name == "agent-unit" and "otel" in text)
 
 
 def _through(chain: list[str]) -> str:

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 import zipfile
@@ -39,6 +40,30 @@ import handler
 
 event = json.loads(open(sys.argv[2]).read())
 print(json.dumps(handler.handler(event, None)))
+"""
+
+# As RUNNER, with OpenTelemetry's SDK (this test's, after the function's own packages) configured
+# the way an app does, batching spans for ten minutes: only a flush exports them before that.
+# It prints the names of the spans exported by the time the handler returned.
+OTEL_RUNNER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.append(sys.argv[3])
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=600_000))
+trace.set_tracer_provider(provider)
+import handler
+
+event = json.loads(open(sys.argv[2]).read())
+response = handler.handler(event, None)
+response["spans"] = sorted(span.name for span in exporter.get_finished_spans())
+print(json.dumps(response))
 """
 
 
@@ -78,6 +103,8 @@ class Lambda:
         self.env = {"PATH": os.environ.get("PATH", ""), "AGENT_UNIT_SECRET": SECRET, **env}
         self.invocations = 0
         self.url: FunctionUrl | None = None
+        self.runner = RUNNER
+        self.runner_args: list[str] = []
         self._lock = threading.Lock()
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +114,7 @@ class Lambda:
         path = self.folder.parent / f"event-{number}.json"
         path.write_text(json.dumps(event))
         done = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", RUNNER, str(self.folder), str(path)],
+            [sys.executable, "-I", "-S", "-c", self.runner, str(self.folder), str(path), *self.runner_args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -226,6 +253,14 @@ def test_pause_resume_and_finish_through_real_events_each_in_a_cold_process(redi
     types = [json.loads(line[5:])["type"] for line in events["body"].splitlines() if line.startswith("data:")]
     assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED" and "RUN_INTERRUPTED" in types
     assert redis_function.invocations == 3
+
+
+def test_a_runs_spans_are_exported_before_the_handler_returns(redis_function: Lambda) -> None:
+    redis_function.runner = OTEL_RUNNER
+    redis_function.runner_args = [sysconfig.get_paths()["purelib"]]
+    started = redis_function.http("POST", "/agents/refund/runs", {"input": {"order_id": "o_1"}})
+    assert started["json"]["status"] == "interrupted"
+    assert started["spans"] == ["run refund", "step load-order"]
 
 
 def test_a_streamed_start_answers_with_the_events_so_far(redis_function: Lambda) -> None:

@@ -48,6 +48,18 @@ async def test_create_and_load_round_trip(store: Store) -> None:
     assert await store.load_run("run_missing") is None
 
 
+async def test_a_runs_trace_context_is_kept_through_create_save_and_every_read(store: Store) -> None:
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    record = make_record(trace={"traceparent": traceparent, "tracestate": "k=v"})
+    await store.create_run(record)
+    assert (await store.load_run(record.id)).trace == record.trace  # type: ignore[union-attr]
+    record.status = RunStatus.interrupted
+    await store.save_run(record, expected_version=1)
+    listed = (await store.list_runs()).runs
+    assert [run.trace for run in listed if run.id == record.id] == [record.trace]
+    assert "trace" not in record.public()  # bookkeeping, like the lease: not in the API's record
+
+
 async def test_create_refuses_an_existing_id(store: Store) -> None:
     record = make_record()
     await store.create_run(record)

@@ -25,12 +25,14 @@ from agent_unit.stores.sqlite import SQLiteStore
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
-import asyncio, importlib, json, sys
+import asyncio, importlib, json, os, sys
 from agent_unit import RunEngine
 from agent_unit.stores.sqlite import SQLiteStore
 
 module, _, attribute = sys.argv[2].partition(":")
 AGENTS = getattr(importlib.import_module(module), attribute)
+if os.environ.get("CHILD_SETUP"):  # a module to import first (one that configures telemetry)
+    importlib.import_module(os.environ["CHILD_SETUP"])
 
 async def main():
     engine = RunEngine(AGENTS, SQLiteStore(sys.argv[1]), lease_ttl="2s")

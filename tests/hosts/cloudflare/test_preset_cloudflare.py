@@ -348,6 +348,20 @@ def test_a_package_of_the_project_that_ships_compiled_code_is_named_in_a_warning
     assert "pywrangler sync" in native[0]
 
 
+def test_a_project_that_asks_for_opentelemetry_is_told_a_worker_emits_none(tmp_path: Path) -> None:
+    root = project(tmp_path, "")
+    (root / "requirements.txt").write_text("httpx\nopentelemetry-sdk>=1.30\n")
+    result = build(root, Config(), preset="cloudflare")
+    assert [warning for warning in result.warnings if "OpenTelemetry" in warning] == [
+        "OpenTelemetry is not emitted from a Worker: its SDK exports from threads and sockets, which "
+        "Python Workers do not have, so runs there send no spans, metrics or logs (OTEL_* settings are ignored)"
+    ]
+    assert not any(
+        "OpenTelemetry" in warning
+        for warning in build(project(tmp_path / "b", ""), Config(), preset="cloudflare").warnings
+    )
+
+
 def test_a_compiled_dependency_with_no_pyodide_wheel_on_pypi_is_named_with_who_requires_it(tmp_path: Path) -> None:
     root = project(tmp_path, "")
     result = build(root, Config(), preset="cloudflare")
