@@ -40,6 +40,48 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or params.get("store_factory") in SERVER_STORES:
             item.add_marker(pytest.mark.slow)
+    items[:] = heaviest_first(items)
+
+
+# The modules that take a minute or more in one worker (they build with pip, start servers in
+# subprocesses, run the examples' matrix), heaviest first, as measured with `--durations`. `make
+# test` hands modules to its workers in collection order (`--dist loadscope --no-loadscope-reorder`):
+# these go first, then the other `slow` modules (a build, a server, Node or a browser: seconds a
+# test), then the rest, so that the run ends on short modules, not with one worker busy on a long
+# one while the others wait. (pytest-xdist's own order, most tests first, put the modules of one
+# or two long tests last.)
+HEAVIEST = (
+    "tests/hosts/test_preset_server_app.py",
+    "tests/hosts/test_build_deps.py",
+    "tests/examples/test_example_universal.py",
+    "tests/hosts/test_preset_aws_lambda.py",
+    "tests/hosts/test_preset_tasks.py",
+    "tests/hosts/test_preset_vercel.py",
+    "tests/hosts/cloudflare/test_preset_cloudflare.py",
+    "tests/cli/test_dev.py",
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def heaviest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """HEAVIEST, then the other slow modules, then the rest; within each, modules with more tests
+    first. The order within a module is kept."""
+    missing = [name for name in HEAVIEST if not (ROOT / name).is_file()]
+    assert not missing, f"tests/conftest.py: HEAVIEST names modules that do not exist: {missing}"
+    counts: dict[str, int] = {}
+    slow: set[str] = set()
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        counts[module] = counts.get(module, 0) + 1
+        if item.get_closest_marker("slow") is not None:
+            slow.add(module)
+
+    def rank(item: pytest.Item) -> tuple[int, bool, int]:
+        module = item.nodeid.split("::")[0]
+        heavy = HEAVIEST.index(module) if module in HEAVIEST else len(HEAVIEST)
+        return (heavy, module not in slow, -counts[module])
+
+    return sorted(items, key=rank)
 
 
 @pytest.fixture(scope="session")

@@ -155,40 +155,59 @@ async def test_a_result_that_does_not_read_back_as_its_type_fails_the_step_befor
     assert calls == [1]
 
 
-async def test_a_step_name_that_cannot_be_stored_fails_the_run_without_running_the_step(unit_factory: Any) -> None:
+async def unstorable_step_name(run: Run, calls: list[int]) -> str:
+    await run.step("s\ud800", lambda: calls.append(1))
+    return "done"
+
+
+async def unstorable_output(run: Run, calls: list[int]) -> str:
+    await run.step("work", lambda: calls.append(1))
+    return "\ud800"
+
+
+async def sleep_past_9999(run: Run, calls: list[int]) -> str:
+    await run.sleep(timedelta(days=3_000_000))  # past the year 9999
+    calls.append(1)
+    return "woke"
+
+
+# What the agent does, the error the run fails with, and the step calls that ran (once, or none).
+FAILS_THE_RUN = {
+    "a step name that cannot be stored: the step does not run": (
+        unstorable_step_name,
+        ("UnstorableValue", "cannot name a step"),
+        [],
+    ),
+    "an output that cannot be stored: the run is not run again": (
+        unstorable_output,
+        ("UnstorableValue", "output of agent 'a'"),
+        [1],
+    ),
+    "a sleep past the year 9999: the run does not park forever": (
+        sleep_past_9999,
+        ("ValueError", "year 9999"),
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize(("body", "error", "ran"), FAILS_THE_RUN.values(), ids=FAILS_THE_RUN.keys())
+async def test_a_value_that_cannot_be_stored_fails_the_run_and_nothing_runs_again(
+    unit_factory: Any, body: Any, error: tuple[str, str], ran: list[int]
+) -> None:
     calls: list[int] = []
 
     @define_agent
     async def agent(input: None, run: Run) -> str:
-        await run.step("s\ud800", lambda: calls.append(1))
-        return "done"
+        return await body(run, calls)  # type: ignore[no-any-return]
 
     unit = unit_factory({"a": agent})
     record = await unit.run("a")
     await settle_and_sweep(unit, record.id)
     record = await unit.get(record.id)
-    assert record.status == RunStatus.failed and record.error is not None
-    assert record.error.type == "UnstorableValue" and "cannot name a step" in record.error.message
-    assert calls == []
-    await unit.close()
-
-
-async def test_an_output_that_cannot_be_stored_fails_the_run_instead_of_running_it_again(unit_factory: Any) -> None:
-    calls: list[int] = []
-
-    @define_agent
-    async def agent(input: None, run: Run) -> str:
-        await run.step("work", lambda: calls.append(1))
-        return "\ud800"
-
-    unit = unit_factory({"a": agent})
-    record = await unit.run("a")
-    await settle_and_sweep(unit, record.id)
-    record = await unit.get(record.id)
-    assert record.status == RunStatus.failed and record.error is not None
-    assert record.error.type == "UnstorableValue" and "output of agent 'a'" in record.error.message
-    assert record.output is None
-    assert calls == [1]
+    assert record.status == RunStatus.failed and record.error is not None and record.output is None
+    assert (record.error.type, error[1] in record.error.message) == (error[0], True), record.error
+    assert calls == ran
     await unit.close()
 
 
@@ -236,21 +255,6 @@ async def test_a_state_value_that_cannot_be_stored_raises_in_the_agent(unit_fact
     unit = unit_factory({"a": agent})
     record = await unit.run("a")
     assert record.status == RunStatus.completed and "state 'k'" in record.output
-    await unit.close()
-
-
-async def test_a_sleep_past_the_year_9999_fails_the_run_instead_of_parking_forever(unit_factory: Any) -> None:
-    @define_agent
-    async def agent(input: None, run: Run) -> str:
-        await run.sleep(timedelta(days=3_000_000))  # past the year 9999
-        return "woke"
-
-    unit = unit_factory({"a": agent})
-    record = await unit.run("a")
-    await settle_and_sweep(unit, record.id)
-    record = await unit.get(record.id)
-    assert record.status == RunStatus.failed and record.error is not None
-    assert "year 9999" in record.error.message
     await unit.close()
 
 

@@ -10,20 +10,18 @@ import pytest
 
 from agent_unit.client import SyncAgentClient
 
-from .conftest import eventually, serve
+from .conftest import eventually, served
 from .dev import WranglerDev
 from .ledger import Ledger
 
-# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
 # one `wrangler dev` for the module: `make test` keeps a module in one worker process (`--dist loadscope`)
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory, ledger: Ledger) -> Iterator[WranglerDev]:
-    dev = serve("durable", tmp_path_factory.mktemp("durable"), {"LEDGER_URL": ledger.url})
-    yield dev
-    dev.stop()
+    with served("durable", tmp_path_factory, {"LEDGER_URL": ledger.url}, refund=True) as dev:
+        yield dev
 
 
 def test_a_refund_parks_survives_a_restart_of_wrangler_dev_and_charges_exactly_once(

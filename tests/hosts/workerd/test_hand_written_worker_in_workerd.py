@@ -15,7 +15,6 @@ from .conftest import PROJECTS
 from .dev import WranglerDev
 from .runtime import toolchain
 
-# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
 # one `wrangler dev` for the module: `make test` keeps a module in one worker process (`--dist loadscope`)
 pytestmark = pytest.mark.slow
 

@@ -7,20 +7,18 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from .conftest import eventually, serve
+from .conftest import eventually, served
 from .dev import WranglerDev
 from .ledger import Ledger
 
-# One wrangler dev per module: under pytest-xdist, `--dist loadgroup` keeps this module on one worker.
 # one `wrangler dev` for the module: `make test` keeps a module in one worker process (`--dist loadscope`)
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory, ledger: Ledger) -> Iterator[WranglerDev]:
-    dev = serve("app", tmp_path_factory.mktemp("app"), {"LEDGER_URL": ledger.url, "API_TOKEN": "tok-123"})
-    yield dev
-    dev.stop()
+    with served("app", tmp_path_factory, {"LEDGER_URL": ledger.url, "API_TOKEN": "tok-123"}) as dev:
+        yield dev
 
 
 def test_wait_until_work_finishes_after_the_response_with_no_uncaught_error(
