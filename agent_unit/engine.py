@@ -25,12 +25,14 @@ from . import jsontext, telemetry
 from .agent import Agent
 from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
+from .deadlines import expiry_entry, late_answer
 from .durations import Duration, parse_duration
 from .errors import (
     AgentBroken,
     AgentNotFound,
     InvalidArgument,
     InvalidInput,
+    NotFailed,
     NotInterrupted,
     RunConflict,
     RunNotFound,
@@ -42,12 +44,14 @@ from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
 from .owners import owner_is_gone, process_owner
 from .records import (
+    Answer,
     JournalEntry,
     RunPage,
     RunRecord,
     RunStatus,
     StoredEvent,
 )
+from .retries import next_mark
 from .scheduler import Scheduler
 from .stores import Store, open_store
 from .sweeper import Sweeper, SweepResult
@@ -107,6 +111,8 @@ class RunEngine:
     ``broken``: agents of the project whose file does not load (``agent-unit dev`` serves the
     others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
     raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
+    ``approval_timeout``: a tool approval of an adapter that nobody answers in this long is
+    declined (the run goes on, the call is not made); by default an approval waits for good.
     What a protocol reads besides ``get``, ``list`` and ``events`` (a run's last seq, its
     journaled values, a health ping) is here too: nothing above the engine reads its
     ``store``, so what a read means (an id no store can hold is no run; a store that does not
@@ -132,6 +138,7 @@ class RunEngine:
         owner: str | None = None,
         adapters: Sequence[Any] = (),
         broken: Mapping[str, AgentBroken] | None = None,
+        approval_timeout: Duration | None = None,
     ) -> None:
         self.agents = _resolve_agents(agents, adapters)
         self.broken: dict[str, AgentBroken] = dict(broken or {})
@@ -144,6 +151,7 @@ class RunEngine:
         self.retention = _seconds(retention)
         self.delta_batch_ms = delta_batch_ms
         self.max_step_bytes = max_step_bytes
+        self.approval_timeout = _seconds(approval_timeout)
         self.host: Host = host or SERVER
         self.schedule_wake = schedule_wake if schedule_wake is not None else self.host.schedule_wake
         self.on_continue = on_continue if on_continue is not None else self.host.on_continue()
@@ -353,25 +361,103 @@ class RunEngine:
             return await self.wait(run_id)
 
     async def resume(
-        self, run_id: str, answer: Any, *, wait: bool = False, interrupt_key: str | None = None
+        self,
+        run_id: str,
+        answer: Any,
+        *,
+        wait: bool = False,
+        interrupt_key: str | None = None,
+        answered_by: str | None = None,
     ) -> RunRecord:
         """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema.
 
         ``interrupt_key``: the interrupt the answer was given for. If the run has moved on to
         another one meanwhile, the answer is refused (409) instead of landing on the wrong one;
-        the check and the save are one compare-and-set.
+        the check and the save are one compare-and-set. ``answered_by``: who answered, recorded
+        with when in the run's ``answers`` and its resumed segment's ``RUN_STARTED``. An answer
+        after the interrupt's deadline is refused (:class:`~agent_unit.errors.InterruptExpired`, 409).
         """
         record = await self.get(run_id)
+        late = late_answer(record, self.clock.time())
+        if late is not None:
+            raise late
         if record.status != RunStatus.interrupted or record.interrupt is None:
             raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
         _check_interrupt(record, interrupt_key)
-        entry = JournalEntry(record.interrupt.key, check_answer(record, answer, limit=self.max_step_bytes))
+        interrupt = record.interrupt
+        text = check_answer(record, answer, limit=self.max_step_bytes)
+        moment = to_datetime(self.clock.time())
+        assert moment is not None
+        record.answers = [
+            *record.answers,
+            Answer(interrupt=interrupt.name, key=interrupt.key, by=answered_by, at=moment),
+        ]
+        entry = JournalEntry(interrupt.key, text, meta={"by": answered_by, "at": moment.isoformat()})
+        answered = {"name": interrupt.name, "key": interrupt.key, "by": answered_by, "at": moment.isoformat()}
+        started = ev.run_started(record.id, record.thread_id, record.attempt, answered=answered)
+        await self._executor.claim(record, journal=(entry,), events=(started,), kind="resume")
+        return await self.wait(run_id) if wait else record
+
+    async def expire(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Wake an interrupted run whose deadline passed with no answer (a timer, the sweep or the
+        host's scheduler): the interrupt returns its ``default`` or raises ``InterruptExpired``."""
+        record = await self.get(run_id)
+        interrupt = record.interrupt
+        if record.status != RunStatus.interrupted or interrupt is None or interrupt.expires_at is None:
+            raise RunConflict(f"run {run_id} is {record.status.value}, with no deadline to pass")
+        deadline = interrupt.expires_at.timestamp()
+        if deadline > self.clock.time():
+            self._sweeper.arm(run_id, deadline)
+            return record
+        await self.expire_now(record)
+        return await self.wait(run_id) if wait else record
+
+    async def expire_now(self, record: RunRecord) -> None:
+        """Expire the interrupt ``record`` waits at (its deadline passed; the sweep read it): journal
+        the expiry in place of an answer and execute the run on, in one compare-and-set."""
+        interrupt = record.interrupt
+        assert interrupt is not None and interrupt.expires_at is not None
+        at = interrupt.expires_at
+        record.answers = [*record.answers, Answer(interrupt=interrupt.name, key=interrupt.key, at=at, expired=True)]
+        expired = ev.custom(
+            ev.INTERRUPT_EXPIRED, {"name": interrupt.name, "key": interrupt.key, "expiredAt": at.isoformat()}
+        )
         await self._executor.claim(
             record,
-            journal=(entry,),
-            events=(ev.run_started(record.id, record.thread_id, record.attempt),),
-            kind="resume",
+            journal=(expiry_entry(interrupt.key, at),),
+            events=(ev.run_started(record.id, record.thread_id, record.attempt), expired),
+            kind="wake",
         )
+
+    async def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Retry a failed run from the work that failed, with the agent code of this deployment.
+
+        The journal is kept: the failed step (or model or tool call) runs again with a new attempt
+        and the same idempotency key, every entry before it replays, and the code goes on from
+        there (see :mod:`agent_unit.retries`). One compare-and-set: of concurrent retries, exactly
+        one wins and the others get ``RunConflict`` (409).
+        """
+        record = await self.get(run_id)
+        if record.status != RunStatus.failed:
+            raise NotFailed(f"run {run_id} is {record.status.value}, not failed: only a failed run is retried")
+        self.agent(record.agent)  # a deployment without the agent, or with its file broken, refuses here
+        journal = await self.store.load_journal(run_id)
+        moment = to_datetime(self.clock.time())
+        assert moment is not None
+        mark = next_mark(record, journal, moment)
+        error = record.error
+        step = error.step if error is not None and error.key is not None and error.key == mark.key else None
+        record.retry = mark
+        record.error = None
+        record.output = None
+        record.finished_at = None
+        record.attempt += 1
+        retried = ev.custom(ev.RETRIED, {"count": mark.count, "key": mark.key, "step": step})
+        started = ev.run_started(record.id, record.thread_id, record.attempt)
+        try:
+            await self._executor.claim(record, events=(started, retried), kind="retry")
+        except RunConflict:
+            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
         return await self.wait(run_id) if wait else record
 
     async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
@@ -407,6 +493,8 @@ class RunEngine:
     async def wake(self, run_id: str, *, wait: bool = False) -> RunRecord:
         """Wake a sleeping run whose time has come (a timer, the sweep or ``schedule_wake``)."""
         record = await self.get(run_id)
+        if record.status == RunStatus.interrupted and record.interrupt is not None and record.interrupt.expires_at:
+            return await self.expire(run_id, wait=wait)  # a deadline is a wake like a sleep's
         if record.status != RunStatus.sleeping:
             raise RunConflict(f"run {run_id} is {record.status.value}, not sleeping")
         if record.due_at is not None and record.due_at > self.clock.time():

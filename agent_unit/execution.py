@@ -17,6 +17,7 @@ from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, St
 from .events import EventBuffer
 from .parks import Cancelled, Yielded
 from .records import JournalEntry, RunRecord
+from .retries import stored_key
 from .stores import Store
 
 if TYPE_CHECKING:
@@ -42,8 +43,10 @@ class Execution:
         max_step_bytes: int,
         delta_batch_ms: int,
         notify: Callable[[str], None] = lambda run_id: None,
+        approval_timeout: float | None = None,
     ) -> None:
         self.record = record
+        self.approval_timeout = approval_timeout  # seconds an adapter's tool approval waits, or None
         self.store = store
         self.owner = owner
         self.max_step_bytes = max_step_bytes
@@ -112,7 +115,12 @@ class Execution:
             raise Yielded()
 
     async def commit(self, entry: JournalEntry, *events: dict[str, Any]) -> None:
-        """Journal one finished piece of work with the events waiting for it: one transaction."""
+        """Journal one finished piece of work with the events waiting for it: one transaction.
+
+        Work a retry runs again is stored under its key for that retry (see :mod:`agent_unit.retries`).
+        """
+        if self.record.retry is not None:
+            entry = JournalEntry(stored_key(entry.key, self.record.retry), entry.value, entry.error, entry.meta)
         self._new_steps += 1
         self._flush_due = None  # this commit takes the pending events: the timer, if any, finds nothing due
         async with self.lock:

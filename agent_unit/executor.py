@@ -32,6 +32,7 @@ from .execution import Execution
 from .ids import new_id
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
+from .retries import journal_view
 from .run import Run, active_run
 from .tracebacks import user_frames
 
@@ -77,7 +78,7 @@ class Executor:
     ) -> None:
         """Take the run (compare-and-set) with this engine as lease owner, then execute it.
 
-        ``kind`` (``resume``, ``wake``, ``continue``, ``recover``) names the execution in its span."""
+        ``kind`` (``resume``, ``wake``, ``continue``, ``recover``, ``retry``) names the execution in its span."""
         self._engine.check_agent(record.agent)  # a broken agent's run stays as it is, for when it loads again
         expected = record.version
         now = self._engine.clock.time()
@@ -126,6 +127,7 @@ class Executor:
             max_step_bytes=self._engine.max_step_bytes,
             delta_batch_ms=self._engine.delta_batch_ms,
             notify=self._engine.tail.notify,
+            approval_timeout=self._engine.approval_timeout,
         )
         task = asyncio.get_running_loop().create_task(
             self._execute(execution, fresh=fresh, kind=kind, opened=opened), name=f"agent-unit {record.id}"
@@ -158,7 +160,7 @@ class Executor:
         outcome: BaseException | None = None
         try:
             agent = self._engine.agents.get(record.agent)
-            journal = {} if fresh else await self._engine.store.load_journal(record.id)
+            journal = {} if fresh else journal_view(await self._engine.store.load_journal(record.id), record.retry)
             run = Run(execution, journal)
             token = active_run.set(run)
             output: Any = None
@@ -192,7 +194,13 @@ class Executor:
                     await self._park(execution, outcome)
                 elif outcome is not None:
                     log.error("run %s of agent %r failed", record.id, record.agent, exc_info=outcome)
-                    await self._end(execution, RunStatus.failed, error=outcome, step=run.failed_step(outcome))
+                    await self._end(
+                        execution,
+                        RunStatus.failed,
+                        error=outcome,
+                        step=run.failed_step(outcome),
+                        key=run.failed_key(outcome),
+                    )
                 else:
                     await self._end(execution, RunStatus.completed, output=output)
             except (StoreUnavailable, LeaseLost):
@@ -300,9 +308,11 @@ class Executor:
         output: Any = None,
         error: BaseException | None = None,
         step: str | None = None,
+        key: str | None = None,
     ) -> None:
         """End the run: ``output`` is storable already (:meth:`_stored_output`); ``step`` names the
-        step ``error`` came from. The error's text is scrubbed, so a failure can always be saved."""
+        step ``error`` came from, ``key`` its journal key (what a retry runs again). The error's text
+        is scrubbed, so a failure can always be saved."""
         record = execution.record
         self.finish(record, status)
         if error is None:
@@ -319,7 +329,11 @@ class Executor:
             )
             frames = [ErrorFrame.model_validate(frame) for frame in scrubbed]
             record.error = RunError(
-                type=type(error).__name__, message=message, step=step and jsontext.scrub(step), frames=frames
+                type=type(error).__name__,
+                message=message,
+                step=step and jsontext.scrub(step),
+                key=key,
+                frames=frames,
             )
             event = ev.run_error(message, jsontext.scrub(code))
         await self._save(execution, event=event)
@@ -344,19 +358,20 @@ class Executor:
         if isinstance(park, Interrupted):
             record.status = RunStatus.interrupted
             record.interrupt = park.interrupt
-            record.due_at = None
             interrupt = park.interrupt
-            event = ev.run_interrupted(
-                record.id,
-                record.thread_id,
-                {
-                    "name": interrupt.name,
-                    "key": interrupt.key,
-                    "payload": interrupt.payload,
-                    "answerSchema": interrupt.answer_schema,
-                },
-            )
-            await self._save(execution, event=event)
+            deadline = None if interrupt.expires_at is None else interrupt.expires_at.timestamp()
+            record.due_at = deadline  # a deadline is a wake like a sleep's: the sweep and timers see it
+            shown = {
+                "name": interrupt.name,
+                "key": interrupt.key,
+                "payload": interrupt.payload,
+                "answerSchema": interrupt.answer_schema,
+            }
+            if interrupt.expires_at is not None:
+                shown["expiresAt"] = interrupt.expires_at.isoformat()
+            event = ev.run_interrupted(record.id, record.thread_id, shown)
+            if await self._save(execution, event=event) and deadline is not None:
+                await self.sweeper.schedule(record.id, deadline)
         elif isinstance(park, Sleeping):
             record.status = RunStatus.sleeping
             record.wake_at = to_datetime(park.wake_at)

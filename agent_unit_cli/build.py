@@ -520,6 +520,8 @@ def build(
         "a2a_default_agent": config.a2a_default_agent,
         "budget": config.budget,
         "retention": config.retention,
+        "approval_timeout": config.approval_timeout,
+        "require_answerer": config.require_answerer,
         "adapters": config.adapters,
         "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
         "app_path": chosen.app_path,

@@ -34,6 +34,8 @@ ENGINE_KEYS = {
     "authorize": "pass authorize= to the create_agent_unit() your app mounts",
     "max_body_bytes": "pass max_body_bytes= to the create_agent_unit() your app mounts",
     "adapters": "pass adapters= to the create_agent_unit() your app mounts",
+    "approval_timeout": "pass approval_timeout= to the create_agent_unit() your app mounts",
+    "require_answerer": "pass require_answerer= to the create_agent_unit() your app mounts",
     "mcp": "your app's own dependencies decide what the build vendors",
     "engine": "pass temporal= to the create_agent_unit() your app mounts",
     "temporal": "pass temporal= to the create_agent_unit() your app mounts",
@@ -133,6 +135,8 @@ class Config(BaseModel):
     base_path: str = "/"
     authorize: str | None = Field(default=None, pattern=r"^[\w.]+:[\w.]+$")
     retention: str | None = None
+    approval_timeout: str | None = None  # tool approvals nobody answers in this long are declined
+    require_answerer: bool = False  # a resume must say who answers (authorize's identity, or request.user)
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     adapters: list[str] = []
     server: str | Server | None = None  # your own ASGI app ("module:app"), or a server preset's name or table
@@ -192,7 +196,7 @@ class Config(BaseModel):
             )
         return value
 
-    @field_validator("budget", "retention")
+    @field_validator("budget", "retention", "approval_timeout")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
