@@ -53,6 +53,7 @@ from .records import (
 )
 from .retries import next_mark
 from .scheduler import Scheduler
+from .settling import unfinished_steps
 from .stores import Store, open_store
 from .sweeper import Sweeper, SweepResult
 from .tail import EventTail
@@ -519,9 +520,16 @@ class RunEngine:
         await self._executor.claim(record, kind="continue")
         return await self.wait(run_id) if wait else record
 
-    async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
+    async def cancel(self, run_id: str, *, interrupt_key: str | None = None, settle: float = 5.0) -> RunRecord:
         """Cancel a queued, running, interrupted or sleeping run (``interrupt_key``: only while it
-        still waits at that interrupt)."""
+        still waits at that interrupt).
+
+        A running run may have a step in flight anywhere (a sync step's thread cannot be stopped):
+        the cancelled record's ``settling`` names the steps still running, and the process running
+        them sets it to None once they have ended (event ``agent-unit.settled``). This waits up to
+        ``settle`` seconds for that, so the record returned says whether anything of the run still
+        runs: ``settling`` None, nothing does; otherwise, which steps are still settling.
+        """
         while True:
             record = await self.get(run_id)
             if record.finished:
@@ -529,7 +537,15 @@ class RunEngine:
             if interrupt_key is not None:
                 _check_interrupt(record, interrupt_key)
             expected = record.version
+            owner = record.lease_owner
+            live = record.status == RunStatus.running and owner is not None
+            if live:
+                running = self._executor.running(run_id)
+                settling = running if running is not None else await self._unfinished_steps(run_id)
             self._executor.finish(record, RunStatus.cancelled)
+            if live:
+                # The lease owner stays on the record: the one process that may say its steps ended.
+                record.settling, record.lease_owner = settling, owner
             try:
                 await self.store.save_run(
                     record, expected_version=expected, events=[ev.dumps(ev.run_cancelled(record.id, record.thread_id))]
@@ -541,12 +557,34 @@ class RunEngine:
         self.tail.notify(run_id)
         self._sweeper.disarm(run_id)
         self._executor.stop(run_id, "cancelled")
+        if record.settling is not None and settle > 0:
+            return await self._settled(run_id, settle)
         return record
 
     def stop(self, run_id: str) -> None:
         """Stop this process's execution of the run now, saving nothing: whoever decided that it
         stops saved the run already (a cancel through another engine, such as Temporal's)."""
         self._executor.stop(run_id, "cancelled")
+
+    async def _unfinished_steps(self, run_id: str) -> builtins.list[str]:
+        """The steps a run executing elsewhere has in flight, as its last events show them."""
+        after = max(0, await self.store.last_seq(run_id) - 1000)
+        return unfinished_steps(await self.store.read_events(run_id, after=after))
+
+    async def _settled(self, run_id: str, limit: float) -> RunRecord:
+        """The cancelled run once nothing of it runs anywhere, or after ``limit`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        delay = 0.01
+        while True:
+            task = self._executor.executions.get(run_id)
+            if task is not None:  # here: its end clears settling at once
+                await asyncio.wait([task[0]], timeout=max(0.0, deadline - loop.time()))
+            record = await self.get(run_id)
+            if record.settling is None or loop.time() >= deadline:
+                return record
+            await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+            delay = min(delay * 2, 0.5)
 
     async def delete(self, run_id: str) -> None:
         """Delete a finished run with its journal and events."""
@@ -616,6 +654,12 @@ class RunEngine:
         for run_id in list(self._executor.executions):
             self._executor.stop(run_id, "shutdown")
         await asyncio.gather(*tasks, *self._sweeper.background, return_exceptions=True)
+        settling = list(self._executor.settling)
+        if settling:  # a cancelled run saying it settled: a moment for it, none for a thread that never ends
+            _, late = await asyncio.wait(settling, timeout=1.0)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
         if self._owns_store:
             await self.store.close()
 

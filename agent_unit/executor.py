@@ -66,6 +66,7 @@ class Executor:
     def __init__(self, engine: RunEngine) -> None:
         self._engine = engine
         self.executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
+        self.settling: set[asyncio.Future[None]] = set()  # cancelled executions saying they have settled
 
     async def claim(
         self,
@@ -139,6 +140,11 @@ class Executor:
         running = self.executions.get(run_id)
         if running is not None and running[0] is task:
             del self.executions[run_id]
+
+    def running(self, run_id: str) -> list[str] | None:
+        """The steps in flight of ``run_id``'s execution in this process, or None if it executes elsewhere."""
+        running = self.executions.get(run_id)
+        return None if running is None else running[1].running()
 
     def stop(self, run_id: str, reason: str) -> None:
         running = self.executions.get(run_id)
@@ -231,6 +237,34 @@ class Executor:
                 active_run.reset(token)
             if execution.telemetry is not None:
                 execution.telemetry.end(outcome, execution.stop_reason)
+            if execution.stop_reason in ("cancelled", "lost", "changed"):
+                settle = asyncio.ensure_future(self._settle(execution))
+                self.settling.add(settle)
+                settle.add_done_callback(self.settling.discard)
+
+    async def _settle(self, execution: Execution) -> None:
+        """After a cancel: once the threads of steps this execution left running have finished, say
+        so on the cancelled record (``settling`` None, event ``agent-unit.settled``), if it names this
+        execution's lease. A task of its own: a thread that never ends must not hold up a shutdown."""
+        steps = execution.running()
+        try:
+            await execution.threads_done()
+            for _ in range(10):
+                record = await self._engine.store.load_run(execution.record.id)
+                if record is None or record.settling is None or record.lease_owner != execution.owner:
+                    return  # not cancelled while this execution ran: taken over, or said already
+                expected = record.version
+                record.settling = None
+                record.lease_owner = None
+                event = ev.dumps(ev.custom(ev.SETTLED, {"steps": steps}))
+                try:
+                    await self._engine.store.save_run(record, expected_version=expected, events=[event])
+                except RunConflict:
+                    continue
+                self._engine.tail.notify(record.id)
+                return
+        except Exception:
+            log.exception("saying that the cancelled run %s has settled failed", execution.record.id)
 
     async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
         """Renew the lease while the run executes; stop this execution if it was lost."""
@@ -284,6 +318,7 @@ class Executor:
                     stored = await self._engine.store.load_run(record.id)
                     if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
                         log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
+                        execution.stop_reason = execution.stop_reason or "changed"
                         return False
                     expected = stored.version  # still ours: a message was stored meanwhile (send)
         record.version = expected + 1

@@ -137,6 +137,9 @@ class RunRecord(BaseModel):
     attempt: int = 1
     answers: list[Answer] = []
     retry: RetryMark | None = None
+    settling: list[str] | None = None
+    """After a cancel of a running run: the steps still running (a thread cannot be stopped), until
+    the process executing them says they have ended; None once nothing of the run runs anywhere."""
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
@@ -186,6 +189,7 @@ DATA_FIELDS = frozenset(
         "attempt",
         "answers",
         "retry",
+        "settling",
         "created_at",
         "updated_at",
         "finished_at",

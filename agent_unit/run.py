@@ -429,13 +429,13 @@ class Run:
         # This work's span, when OpenTelemetry is on (a replay, above, makes none: nothing ran).
         observed = None if execution.telemetry is None else execution.telemetry.work(key, name)
         attempt = 1
-        execution.enter_step()
+        execution.enter_step(name)
         try:
             token = _current_step.set(context)
             try:
                 while True:
                     try:
-                        result = await call(fn, args, threads=STEP_THREADS)
+                        result = await call(fn, args, threads=STEP_THREADS, abandoned=name, execution=execution)
                         break
                     except Exception as exc:
                         if retry is None or not retry.retries(exc, attempt):
@@ -477,7 +477,7 @@ class Run:
                 observed.end(exc, attempt)
             raise
         finally:
-            execution.leave_step()
+            execution.leave_step(name)
         if observed is not None:
             observed.end(None, attempt)
         return value

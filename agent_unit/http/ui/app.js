@@ -363,6 +363,7 @@ function renderFacts(section, run) {
   ];
   if (run.wake_at) rows.push(["Wakes", when(run.wake_at)]);
   if (run.interrupt && run.interrupt.expires_at) rows.push(["Answer by", when(run.interrupt.expires_at)]);
+  if (run.settling && run.settling.length) rows.push(["Still running", `step ${run.settling.join(", ")} (cancelled; settling)`]);
   if (run.retry) rows.push(["Retried", `${run.retry.count} time${run.retry.count === 1 ? "" : "s"}, last ${new Date(run.retry.at).toLocaleString()}`]);
   for (const answer of run.answers || []) {
     rows.push([`Answered ${answer.interrupt}`, answer.expired
