@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow  # builds a preset's output and starts it in subpr
 
 runner = CliRunner()
 
-APPROVE = '''
+APPROVE = """
 from agent_unit import Run, define_agent
 
 
@@ -38,9 +38,9 @@ from agent_unit import Run, define_agent
 async def agent(input: None, run: Run) -> str:
     approved = await run.interrupt("approve", {"amount": 5}, answer=bool, timeout="1s", default=False)
     return "approved" if approved else "nobody answered"
-'''
+"""
 
-CHARGE = '''
+CHARGE = """
 import os
 
 from agent_unit import Run, StepContext, define_agent
@@ -62,7 +62,7 @@ async def agent(input: None, run: Run) -> str:
     charged = await run.step("charge", charge)
     await run.step("notify", lambda: ledger("notify"))
     return charged
-'''
+"""
 
 
 def build(project: Path) -> Path:
