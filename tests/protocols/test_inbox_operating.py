@@ -41,7 +41,7 @@ def test_the_run_page_shows_who_answered_and_when(server: Server, page: Page) ->
 
 
 def test_a_failed_run_is_retried_from_its_failed_step_with_the_button(server: Server, page: Page) -> None:  # noqa: F811
-    run = start(server, "flaky", "x")
+    run = start(server, "transient", "x")
     assert run["status"] == "failed" and run["error"]["step"] == "fetch"
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     expect(page.get_by_role("alert")).to_contain_text("ConnectionError")

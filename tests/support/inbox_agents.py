@@ -146,16 +146,16 @@ async def broken(input: str, run: Run) -> str:
     return str(totals["missing"])
 
 
-def flaky_fetch(step: StepContext) -> str:
+def transient_fetch(step: StepContext) -> str:
     if step.attempt == 1:  # a transient outage: the first attempt fails, a retry succeeds
         raise ConnectionError("the upstream API did not answer")
     return "fetched"
 
 
 @define_agent(description="Fails in a step on its first attempt; a retry goes on from that step.")
-async def flaky(input: str, run: Run) -> str:
+async def transient(input: str, run: Run) -> str:
     await run.step("prepare", lambda: "prepared")
-    return await run.step("fetch", flaky_fetch)
+    return await run.step("fetch", transient_fetch)
 
 
 def as_reviewer(request: Any, action: str, run: dict[str, Any]) -> str:
@@ -164,7 +164,6 @@ def as_reviewer(request: Any, action: str, run: dict[str, Any]) -> str:
 
 
 AGENTS: dict[str, Any] = {
-    "flaky": flaky,
     "refund": refund,
     "chatty": chatty,
     "payout": payout,
@@ -177,4 +176,5 @@ AGENTS: dict[str, Any] = {
     "broken": broken,
     "slow": slow,
     "crashy": crashy,
+    "transient": transient,
 }
