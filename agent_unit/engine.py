@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from . import events as ev
 from . import jsontext, telemetry
 from .agent import Agent
@@ -42,6 +44,7 @@ from .errors import (
 from .executor import Executor
 from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
+from .limits import Limits
 from .owners import owner_is_gone, process_owner
 from .records import (
     Answer,
@@ -112,6 +115,8 @@ class RunEngine:
     ``broken``: agents of the project whose file does not load (``agent-unit dev`` serves the
     others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
     raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
+    ``limits`` (:class:`~agent_unit.limits.Limits`: tokens, model calls): what each run may spend,
+    and the most a start may ask for; a model call that would pass one is not made.
     ``approval_timeout``: a tool approval of an adapter that nobody answers in this long is
     declined (the run goes on, the call is not made); by default an approval waits for good.
     What a protocol reads besides ``get``, ``list`` and ``events`` (a run's last seq, its
@@ -140,6 +145,7 @@ class RunEngine:
         adapters: Sequence[Any] = (),
         broken: Mapping[str, AgentBroken] | None = None,
         approval_timeout: Duration | None = None,
+        limits: Limits | Mapping[str, Any] | None = None,
     ) -> None:
         self.agents = _resolve_agents(agents, adapters)
         self.broken: dict[str, AgentBroken] = dict(broken or {})
@@ -153,6 +159,7 @@ class RunEngine:
         self.delta_batch_ms = delta_batch_ms
         self.max_step_bytes = max_step_bytes
         self.approval_timeout = _seconds(approval_timeout)
+        self.limits = limits if isinstance(limits, Limits) or limits is None else Limits.model_validate(limits)
         self.host: Host = host or SERVER
         self.schedule_wake = schedule_wake if schedule_wake is not None else self.host.schedule_wake
         self.on_continue = on_continue if on_continue is not None else self.host.on_continue()
@@ -275,24 +282,50 @@ class RunEngine:
             raise AgentNotFound(f"no agent named {jsontext.shown(name)} (agents: {known})")
         return definition
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        """Create a run and execute it; with ``wait``, return once it parks or ends."""
-        record, opened = await self._create(agent, input, thread_id=thread_id, leased=True)
+    async def start(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        wait: bool = False,
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> RunRecord:
+        """Create a run and execute it; with ``wait``, return once it parks or ends.
+
+        ``limits``: this run's, within the engine's (``InvalidArgument`` if one is over)."""
+        record, opened = await self._create(agent, input, thread_id=thread_id, leased=True, limits=limits)
         self._executor.spawn(record, fresh=True, opened=opened)
         return await self.wait(record.id) if wait else record.model_copy()
 
-    async def create(self, agent: str, input: Any, *, thread_id: str | None = None) -> RunRecord:
+    async def create(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> RunRecord:
         """Store a new run, queued for an executor elsewhere (another engine, e.g. Temporal's workers,
         which :meth:`advance` it): nothing executes it here, and nothing sweeps it."""
-        record, _ = await self._create(agent, input, thread_id=thread_id, leased=False)
+        record, _ = await self._create(agent, input, thread_id=thread_id, leased=False, limits=limits)
         return record
 
-    async def _create(self, agent: str, input: Any, *, thread_id: str | None, leased: bool) -> tuple[RunRecord, Any]:
+    async def _create(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None,
+        leased: bool,
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> tuple[RunRecord, Any]:
         """The new run, stored; and, when it is leased here and OpenTelemetry is on, its first
         span, opened now so the run is stored with its trace context (``record.trace``)."""
         definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
+        own = self.limits if limits is None else _limits(limits).within(self.limits)
         now = self.clock.time()
         moment = to_datetime(now)
         record = RunRecord(
@@ -307,6 +340,7 @@ class RunEngine:
             lease_owner=self._executor.lease_token() if leased else None,
             lease_expires=now + self.lease_ttl if leased else None,
             due_at=now + self.lease_ttl if leased else None,
+            limits=own,
         )
         observed = telemetry.active() if leased else None
         opened = None if observed is None else observed.open_run(record)
@@ -687,6 +721,18 @@ def _stored_input(definition: Agent, agent: str, raw: Any) -> Any:
     stored = json.loads(text)
     definition.validate_input(stored)  # what each execution validates: the input read back
     return stored
+
+
+def _limits(given: Limits | Mapping[str, Any]) -> Limits:
+    """A start's limits, or ``InvalidArgument`` (422) naming what is wrong with them."""
+    if isinstance(given, Limits):
+        return given
+    try:
+        return Limits.model_validate(given)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidArgument(f"limits.{where}: {first['msg']}") from None
 
 
 def _check_interrupt(record: RunRecord, key: str | None) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidInput",
     "InterruptExpired",
+    "LimitReached",
     "NotFailed",
     "LeaseLost",
     "NonDeterminismError",
@@ -162,6 +163,12 @@ class InterruptExpired(RunConflict):
     """
 
     code = "interrupt_expired"
+
+
+class LimitReached(AgentUnitError):
+    """A model call would pass one of the run's limits (``on_limit = "fail"``): it was not made."""
+
+    code, status = "limit_reached", 409
 
 
 class LeaseLost(RunConflict):

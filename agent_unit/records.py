@@ -11,6 +11,8 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
+from .limits import Limits
+
 __all__ = [
     "FINISHED",
     "Answer",
@@ -137,6 +139,8 @@ class RunRecord(BaseModel):
     attempt: int = 1
     answers: list[Answer] = []
     retry: RetryMark | None = None
+    limits: Limits | None = None
+    """What the run may spend (tokens, model calls), checked before each model call."""
     settling: list[str] | None = None
     """After a cancel of a running run: the steps still running (a thread cannot be stopped), until
     the process executing them says they have ended; None once nothing of the run runs anywhere."""
@@ -190,6 +194,7 @@ DATA_FIELDS = frozenset(
         "answers",
         "retry",
         "settling",
+        "limits",
         "created_at",
         "updated_at",
         "finished_at",

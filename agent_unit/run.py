@@ -36,6 +36,7 @@ from .durations import Duration, parse_duration
 from .errors import (
     AgentUnitError,
     InterruptExpired,
+    LimitReached,
     NonDeterminismError,
     RunConflict,
     StepResultError,
@@ -43,6 +44,7 @@ from .errors import (
     UnstorableValue,
 )
 from .events import MESSAGE, custom, dumps, step_finished, step_retry, step_started
+from .limits import LIMIT_REACHED, Limits, first_passed
 from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry
 from .retries import check_new_work
@@ -221,6 +223,8 @@ class Run:
         # the run's error can name the step it came from.
         self._step_errors: dict[int, tuple[BaseException, str, str | None]] = {}
         self._messages_after = 0  # the seq of the last event run.messages() has read
+        self._limits = record.limits  # raised by each journaled answer to limit-reached, in replay order
+        self._model_calls = 0  # model calls reached so far (replayed or made)
         self.shown_tool_calls: set[str] = set()
         """Ids of tool calls whose ``TOOL_CALL_START``/``ARGS``/``END`` this run showed before the
         call ran (at its approval, see :func:`agent_unit.adapters.approval.ask_approval`): when the
@@ -303,6 +307,36 @@ class Run:
         that does not replay the journal (nothing of it was journaled)."""
         found = self._failed(error)
         return None if found is None else found[1]
+
+    async def check_limits(self, key: str) -> None:
+        """Before the model call journaled as ``key`` (``ctx.durable.model`` calls this): if making it
+        would pass one of the run's limits, park at a ``limit-reached`` interrupt (its answer raises
+        them) or raise :class:`~agent_unit.errors.LimitReached`, as the limits' ``on_limit`` says.
+        Usage comes from the journal, so the check holds across replays, restarts and continuations."""
+        calls = self._model_calls
+        self._model_calls += 1
+        if self._limits is None:
+            return
+        asked = 0
+        while True:
+            where = f"{key}/{asked}"
+            if f"interrupt:{LIMIT_REACHED}@{where}" in self._journal:  # raised before: raise them again
+                answer = await self.interrupt(LIMIT_REACHED, None, answer=Limits, key=where)
+                self._limits = self._limits.raised(answer)
+                asked += 1
+                continue
+            if key in self._journal:
+                return  # the call was made: it replays
+            passed = first_passed(self._limits, self._usage, calls)
+            if passed is None:
+                return
+            if self._limits.on_limit == "fail":
+                raise LimitReached(
+                    f"run {self.id} would pass its {passed['limit']} limit ({passed['max']}, used "
+                    f"{passed['used']}) with model call {key}: the call was not made",
+                    details=passed,
+                )
+            await self.interrupt(LIMIT_REACHED, {**passed, "call": key}, answer=Limits, key=where)
 
     def _check_new(self, key: str, name: str) -> None:
         """Before new work: refuse it if a retried run's journal does not expect it here."""

@@ -19,6 +19,7 @@ from agent_unit.durations import parse_duration
 from agent_unit.errors import ConfigError, TaskError
 from agent_unit.http.hostnames import HostNames
 from agent_unit.http.origins import Origins
+from agent_unit.limits import Limits
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
@@ -36,6 +37,7 @@ ENGINE_KEYS = {
     "adapters": "pass adapters= to the create_agent_unit() your app mounts",
     "approval_timeout": "pass approval_timeout= to the create_agent_unit() your app mounts",
     "require_answerer": "pass require_answerer= to the create_agent_unit() your app mounts",
+    "limits": "pass limits= to the create_agent_unit() your app mounts",
     "mcp": "your app's own dependencies decide what the build vendors",
     "engine": "pass temporal= to the create_agent_unit() your app mounts",
     "temporal": "pass temporal= to the create_agent_unit() your app mounts",
@@ -137,6 +139,7 @@ class Config(BaseModel):
     retention: str | None = None
     approval_timeout: str | None = None  # tool approvals nobody answers in this long are declined
     require_answerer: bool = False  # a resume must say who answers (authorize's identity, or request.user)
+    limits: Limits | None = None  # [limits]: what each run may spend (tokens, model calls), and on_limit
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     adapters: list[str] = []
     server: str | Server | None = None  # your own ASGI app ("module:app"), or a server preset's name or table
@@ -298,6 +301,7 @@ def _did_you_mean(loc: tuple[int | str, ...]) -> str:
         "storage": Storage,
         "temporal": Temporal,
         "server": Server,
+        "limits": Limits,
     }
     table = tables.get(str(loc[0]), Config) if len(loc) > 1 else Config
     close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1)

@@ -85,6 +85,7 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
             retention=config.retention,
             approval_timeout=config.approval_timeout,
             require_answerer=config.require_answerer,
+            limits=config.limits,
             public_url=public_url,
             ui=True,  # the approvals inbox, always on in development
             tasks=tasks_from_config(config.tasks, root=root.resolve()),  # the in-process scheduler runs them

@@ -118,6 +118,7 @@ class Local:
                 "budget": config.budget,
                 "retention": config.retention,
                 "approval_timeout": config.approval_timeout,
+                "limits": config.limits,
             }
             try:
                 if config.temporal_table is not None:  # a resume or cancel goes through the run's workflow

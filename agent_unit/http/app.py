@@ -397,9 +397,14 @@ class _Routes:
         agent = request.path_params["agent"]
         try:
             body = await read_json(request, self.gateway.max_body_bytes)
-            unknown = sorted(set(body) - {"input", "thread_id"})
+            unknown = sorted(set(body) - {"input", "thread_id", "limits"})
             if unknown:
-                raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ...}}")
+                raise BadRequest(
+                    f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ..., 'limits': ...}}"
+                )
+            limits = body.get("limits")
+            if limits is not None and not isinstance(limits, dict):
+                raise BadRequest("limits must be an object, e.g. {'total_tokens': 5000}")
             thread_id = body.get("thread_id")
             if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
                 raise BadRequest("thread_id must be a non-empty string")
@@ -409,10 +414,10 @@ class _Routes:
         # an unknown agent is authorized as if it existed: a refusal is the same for both
         await self.guard(request, "start", {"agent": agent, "thread_id": thread_id})
         if _wants_stream(request):  # the engine refuses an agent that is not here, or does not load
-            record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id)
+            record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, limits=limits)
             return self._stream(record.id, after=0)
         wait = self.gateway.waits(_flag(request, "wait"))
-        record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, wait=wait)
+        record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, wait=wait, limits=limits)
         return JSONResponse(record.public(), status_code=200 if wait else 202)
 
     async def list(self, request: Request) -> Response:

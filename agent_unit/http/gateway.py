@@ -167,9 +167,18 @@ class Gateway:
         answering: always on a buffered host, which freezes the process once it answers."""
         return wait or self.buffered
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        """Start a run of ``agent`` (authorize first); ``wait``: until it parks or ends (see :meth:`waits`)."""
-        return await self.engine.start(agent, input, thread_id=thread_id, wait=self.waits(wait))
+    async def start(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        wait: bool = False,
+        limits: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Start a run of ``agent`` (authorize first); ``wait``: until it parks or ends (see :meth:`waits`);
+        ``limits``: the run's own, within the deployment's (422 if one is over)."""
+        return await self.engine.start(agent, input, thread_id=thread_id, wait=self.waits(wait), limits=limits)
 
     async def resume(
         self,
