@@ -53,6 +53,8 @@ from .records import (
     RunRecord,
     RunStatus,
     StoredEvent,
+    agui_usage,
+    record_usage,
 )
 from .retries import next_mark
 from .scheduler import Scheduler
@@ -61,6 +63,7 @@ from .stores import Store, open_store
 from .sweeper import Sweeper, SweepResult
 from .tail import EventTail
 from .tasks import Task
+from .usage import merge_usage
 
 __all__ = ["RunEngine", "SweepResult"]
 
@@ -211,6 +214,22 @@ class RunEngine:
         if agent is not None and not jsontext.storable_name(agent):
             raise InvalidArgument(f"no agent can be named {jsontext.shown(agent)}")
         return await self.store.list_runs(status=status, agent=agent, thread_id=thread_id, limit=limit, cursor=cursor)
+
+    async def thread_usage(self, thread_id: str, *, most: int = 10_000) -> builtins.list[dict[str, Any]]:
+        """Token usage of every run of the thread (at most ``most`` runs, newest first), summed per
+        provider and model, as a run's ``usage`` is (snake_case). Each run's usage is its journal's."""
+        _check_thread_id(thread_id)
+        entries: builtins.list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen = 0
+        while seen < most:
+            page = await self.store.list_runs(thread_id=thread_id, limit=200, cursor=cursor)
+            seen += len(page.runs)
+            entries += [entry for run in page.runs for entry in agui_usage(run.usage)]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        return record_usage(merge_usage(entries))
 
     async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         if not jsontext.storable_name(run_id):

@@ -434,7 +434,10 @@ class _Routes:
         page = await self.engine.list(
             status=query.get("status"), agent=agent, thread_id=thread_id, limit=limit, cursor=cursor
         )
-        return JSONResponse({"runs": [run.public() for run in page.runs], "next_cursor": page.next_cursor})
+        body: dict[str, Any] = {"runs": [run.public() for run in page.runs], "next_cursor": page.next_cursor}
+        if thread_id is not None:  # the thread's totals: every run of it, not only this page's
+            body["thread_usage"] = await self.engine.thread_usage(thread_id)
+        return JSONResponse(body)
 
     async def run(self, request: Request) -> Response:
         return await (self.delete(request) if request.method == "DELETE" else self.get(request))

@@ -99,3 +99,20 @@ async def test_limits_hold_across_a_replay_after_a_raise() -> None:
     await execute_again(unit, parked.id)  # a recovery replays the raise at the same point: nothing runs
     assert (await unit.get(parked.id)).output == "the order shipped" and calls == [1, 3]
     await unit.close()
+
+
+async def test_a_threads_token_totals_are_read_in_the_run_list() -> None:
+    app = create_agent_unit({"support": counted_agent([])}, store="memory://")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        for _ in range(3):
+            body = {"input": "hi", "thread_id": "customer-7"}
+            assert (await http.post("/agents/support/runs?wait=1", json=body)).json()["status"] == "completed"
+        listed = (await http.get("/runs", params={"thread_id": "customer-7", "limit": 2})).json()
+        assert len(listed["runs"]) == 2 and listed["next_cursor"]  # a page of two; the totals are the thread's
+        [total] = listed["thread_usage"]
+        every = (await http.get("/runs", params={"thread_id": "customer-7"})).json()["runs"]
+        assert len(every) == 3
+        assert total["total_tokens"] == sum(run["usage"][0]["total_tokens"] for run in every)
+        assert total["model"] == every[0]["usage"][0]["model"]
+        assert "thread_usage" not in (await http.get("/runs")).json()
+    await app.engine.aclose()
