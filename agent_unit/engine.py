@@ -579,7 +579,7 @@ class RunEngine:
 
         A running run may have a step in flight anywhere (a sync step's thread cannot be stopped):
         the cancelled record's ``settling`` names the steps still running, and the process running
-        them sets it to None once they have ended (event ``agent-unit.settled``). This waits up to
+        them sets it to None once they have ended. This waits up to
         ``settle`` seconds for that, so the record returned says whether anything of the run still
         runs: ``settling`` None, nothing does; otherwise, which steps are still settling.
         """

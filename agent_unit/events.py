@@ -138,8 +138,6 @@ def step_retry(name: str, attempt: int, error: dict[str, Any], delay: float) -> 
 MESSAGE = "agent-unit.message"
 INTERRUPT_EXPIRED = "agent-unit.interrupt-expired"
 """CUSTOM event: nobody answered an interrupt by its deadline (right after the woken segment's RUN_STARTED)."""
-SETTLED = "agent-unit.settled"
-"""CUSTOM event: after a cancel, the last step of the run still running has ended."""
 RETRIED = "agent-unit.retried"
 """CUSTOM event: a failed run was retried from the work that failed (right after its RUN_STARTED)."""
 """The CUSTOM event that holds a message sent to a live run (``RunEngine.send``): ``{messageId, value}``."""

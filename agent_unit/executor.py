@@ -244,9 +244,9 @@ class Executor:
 
     async def _settle(self, execution: Execution) -> None:
         """After a cancel: once the threads of steps this execution left running have finished, say
-        so on the cancelled record (``settling`` None, event ``agent-unit.settled``), if it names this
-        execution's lease. A task of its own: a thread that never ends must not hold up a shutdown."""
-        steps = execution.running()
+        so on the cancelled record (``settling`` None), if it names this execution's lease. No event:
+        the run's events end with its ``RUN_CANCELLED``. A task of its own: a thread that never ends
+        must not hold up a shutdown."""
         try:
             await execution.threads_done()
             for _ in range(10):
@@ -256,9 +256,8 @@ class Executor:
                 expected = record.version
                 record.settling = None
                 record.lease_owner = None
-                event = ev.dumps(ev.custom(ev.SETTLED, {"steps": steps}))
                 try:
-                    await self._engine.store.save_run(record, expected_version=expected, events=[event])
+                    await self._engine.store.save_run(record, expected_version=expected)
                 except RunConflict:
                     continue
                 self._engine.tail.notify(record.id)
