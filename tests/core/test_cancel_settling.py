@@ -19,7 +19,7 @@ def charging(started: threading.Event, release: threading.Event, done: list[str]
     async def agent(input: None, run: Run) -> str:
         def charge() -> str:
             started.set()
-            release.wait(30)  # a blocking call to a payment API: no way to stop it half-way
+            release.wait(120)  # a blocking call to a payment API: no way to stop it half-way
             done.append("charged")
             return "charged"
 

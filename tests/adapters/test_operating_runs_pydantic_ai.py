@@ -1,6 +1,7 @@
-"""Spending limits with a PydanticAI agent (its test models count tokens): a model call that would
-pass a limit is not made; the run parks at ``limit-reached``, goes on once the limit is raised, and
-no model call is made twice; or it fails, as configured."""
+"""Operating runs of a PydanticAI agent (its test models count tokens). Spending limits: a model call
+that would pass a limit is not made; the run parks at ``limit-reached``, goes on once the limit is
+raised, and no model call is made twice; or it fails, as configured. Tool approvals take their
+deadline from the deployment's ``approval_timeout``."""
 
 from __future__ import annotations
 
@@ -116,3 +117,21 @@ async def test_a_threads_token_totals_are_read_in_the_run_list() -> None:
         assert total["model"] == every[0]["usage"][0]["model"]
         assert "thread_usage" not in (await http.get("/runs")).json()
     await app.engine.aclose()
+
+
+async def test_a_tool_approval_nobody_answers_within_the_configured_deadline_is_declined(
+    store_factory: StoreFactory,
+) -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
+    fixtures.LOG.clear()
+    unit = create_test_unit(fixtures.AGENTS, store_factory(), approval_timeout="1d")
+    parked = await unit.run("support", "refund my order")
+    assert parked.interrupt is not None and parked.interrupt.name == "tool-approval"
+    assert parked.interrupt.expires_at is not None
+    await unit.advance("1d")
+    done = await unit.get(parked.id)
+    assert done.status == RunStatus.completed and done.output == "done: nobody answered by the deadline"
+    assert not any(line.startswith("refund") for line in fixtures.LOG)  # the tool was not called
+    assert done.answers[0].expired
+    await unit.close()
