@@ -6,13 +6,17 @@ object; kept apart from :mod:`agent_unit.run` because they are about Python call
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .codec import UNTYPED
 from .threads import run_in_thread
+
+if TYPE_CHECKING:
+    from .execution import Execution
 
 __all__ = ["call", "is_async", "return_annotation", "wants_context"]
 
@@ -65,13 +69,33 @@ def is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn)
 
 
-async def call(fn: Callable[..., Any], args: tuple[Any, ...], *, threads: bool) -> Any:
+async def call(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    threads: bool,
+    abandoned: str = "",
+    execution: Execution | None = None,
+) -> Any:
     """``fn(*args)``, awaited if it returns an awaitable; with ``threads``, a sync ``fn`` runs in a worker thread
-    (the caller passes ``agent_unit.run.STEP_THREADS``, which a host without threads turns off)."""
+    (the caller passes ``agent_unit.run.STEP_THREADS``, which a host without threads turns off).
+
+    A thread cannot be stopped: if the await is cancelled (the run was cancelled) while ``fn``
+    still runs, ``execution`` is told (:meth:`~agent_unit.execution.Execution.abandon`, as step
+    ``abandoned``), so a cancel can say the step is still settling until the thread is done."""
     if threads and not is_async(fn):
         # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,
         # so the loop keeps renewing this run's lease and serving other runs.
-        result = await run_in_thread(fn, *args)
+        thread = run_in_thread(fn, *args)
+        if thread.done() or execution is None:
+            result = await thread
+        else:
+            try:
+                result = await asyncio.shield(thread)
+            except asyncio.CancelledError:
+                if not thread.done():
+                    execution.abandon(abandoned, thread)
+                raise
     else:
         result = fn(*args)
     if inspect.isawaitable(result):

@@ -102,6 +102,10 @@ def _resume(run_id: str, answer: Any) -> _Request:
     return _Request("POST", f"/runs/{run_id}/resume", json={"answer": answer})
 
 
+def _retry(run_id: str, wait: bool) -> _Request:
+    return _Request("POST", f"/runs/{run_id}/retry", {"wait": "1"} if wait else None)
+
+
 def _list(filters: Mapping[str, Any]) -> _Request:
     return _Request("GET", "/runs", {key: value for key, value in filters.items() if value is not None})
 
@@ -267,6 +271,11 @@ class AgentClient:
     async def cancel(self, run_id: str) -> RunRecord:
         return RunRecord.model_validate(await self._json(_Request("POST", f"/runs/{run_id}/cancel")))
 
+    async def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Retry a failed run from the work that failed (409 unless it failed, or another retry won);
+        with ``wait``, return once it parks or ends again."""
+        return RunRecord.model_validate(await self._json(_retry(run_id, wait)))
+
     async def delete(self, run_id: str) -> None:
         await self._json(_Request("DELETE", f"/runs/{run_id}"))
 
@@ -361,6 +370,9 @@ class SyncAgentClient:
 
     def cancel(self, run_id: str) -> RunRecord:
         return RunRecord.model_validate(self._json(_Request("POST", f"/runs/{run_id}/cancel")))
+
+    def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        return RunRecord.model_validate(self._json(_retry(run_id, wait)))
 
     def delete(self, run_id: str) -> None:
         self._json(_Request("DELETE", f"/runs/{run_id}"))

@@ -60,12 +60,14 @@ class Durable:
         ``usage(response)`` gives its token usage (``provider``, ``model``, ``inputTokens``...).
         A call that runs (not a replay) is framed by the CUSTOM events ``agent-unit.model-started``
         and ``agent-unit.model-finished`` (with its usage, or its error), so a timeline shows when
-        it ran and what it spent.
+        it ran and what it spent. A call that would pass one of the run's limits is not made
+        (:meth:`~agent_unit.run.Run.check_limits`).
         """
         run = self._run
 
         async def call(request: Any) -> Any:
             key = run.next_key("model", name)
+            await run.check_limits(key)  # a call that would pass one of the run's limits is not made
             spent: list[dict[str, Any]] = []
 
             async def measured(request: Any) -> Any:

@@ -20,17 +20,21 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from . import events as ev
 from . import jsontext, telemetry
 from .agent import Agent
 from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
+from .deadlines import expiry_entry, late_answer
 from .durations import Duration, parse_duration
 from .errors import (
     AgentBroken,
     AgentNotFound,
     InvalidArgument,
     InvalidInput,
+    NotFailed,
     NotInterrupted,
     RunConflict,
     RunNotFound,
@@ -40,19 +44,26 @@ from .errors import (
 from .executor import Executor
 from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
+from .limits import Limits
 from .owners import owner_is_gone, process_owner
 from .records import (
+    Answer,
     JournalEntry,
     RunPage,
     RunRecord,
     RunStatus,
     StoredEvent,
+    agui_usage,
+    record_usage,
 )
+from .retries import next_mark
 from .scheduler import Scheduler
+from .settling import unfinished_steps
 from .stores import Store, open_store
 from .sweeper import Sweeper, SweepResult
 from .tail import EventTail
 from .tasks import Task
+from .usage import merge_usage
 
 __all__ = ["RunEngine", "SweepResult"]
 
@@ -107,6 +118,10 @@ class RunEngine:
     ``broken``: agents of the project whose file does not load (``agent-unit dev`` serves the
     others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
     raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
+    ``limits`` (:class:`~agent_unit.limits.Limits`: tokens, model calls): what each run may spend,
+    and the most a start may ask for; a model call that would pass one is not made.
+    ``approval_timeout``: a tool approval of an adapter that nobody answers in this long is
+    declined (the run goes on, the call is not made); by default an approval waits for good.
     What a protocol reads besides ``get``, ``list`` and ``events`` (a run's last seq, its
     journaled values, a health ping) is here too: nothing above the engine reads its
     ``store``, so what a read means (an id no store can hold is no run; a store that does not
@@ -132,6 +147,8 @@ class RunEngine:
         owner: str | None = None,
         adapters: Sequence[Any] = (),
         broken: Mapping[str, AgentBroken] | None = None,
+        approval_timeout: Duration | None = None,
+        limits: Limits | Mapping[str, Any] | None = None,
     ) -> None:
         self.agents = _resolve_agents(agents, adapters)
         self.broken: dict[str, AgentBroken] = dict(broken or {})
@@ -144,6 +161,8 @@ class RunEngine:
         self.retention = _seconds(retention)
         self.delta_batch_ms = delta_batch_ms
         self.max_step_bytes = max_step_bytes
+        self.approval_timeout = _seconds(approval_timeout)
+        self.limits = limits if isinstance(limits, Limits) or limits is None else Limits.model_validate(limits)
         self.host: Host = host or SERVER
         self.schedule_wake = schedule_wake if schedule_wake is not None else self.host.schedule_wake
         self.on_continue = on_continue if on_continue is not None else self.host.on_continue()
@@ -195,6 +214,22 @@ class RunEngine:
         if agent is not None and not jsontext.storable_name(agent):
             raise InvalidArgument(f"no agent can be named {jsontext.shown(agent)}")
         return await self.store.list_runs(status=status, agent=agent, thread_id=thread_id, limit=limit, cursor=cursor)
+
+    async def thread_usage(self, thread_id: str, *, most: int = 10_000) -> builtins.list[dict[str, Any]]:
+        """Token usage of every run of the thread (at most ``most`` runs, newest first), summed per
+        provider and model, as a run's ``usage`` is (snake_case). Each run's usage is its journal's."""
+        _check_thread_id(thread_id)
+        entries: builtins.list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen = 0
+        while seen < most:
+            page = await self.store.list_runs(thread_id=thread_id, limit=200, cursor=cursor)
+            seen += len(page.runs)
+            entries += [entry for run in page.runs for entry in agui_usage(run.usage)]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        return record_usage(merge_usage(entries))
 
     async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         if not jsontext.storable_name(run_id):
@@ -266,24 +301,50 @@ class RunEngine:
             raise AgentNotFound(f"no agent named {jsontext.shown(name)} (agents: {known})")
         return definition
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        """Create a run and execute it; with ``wait``, return once it parks or ends."""
-        record, opened = await self._create(agent, input, thread_id=thread_id, leased=True)
+    async def start(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        wait: bool = False,
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> RunRecord:
+        """Create a run and execute it; with ``wait``, return once it parks or ends.
+
+        ``limits``: this run's, within the engine's (``InvalidArgument`` if one is over)."""
+        record, opened = await self._create(agent, input, thread_id=thread_id, leased=True, limits=limits)
         self._executor.spawn(record, fresh=True, opened=opened)
         return await self.wait(record.id) if wait else record.model_copy()
 
-    async def create(self, agent: str, input: Any, *, thread_id: str | None = None) -> RunRecord:
+    async def create(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> RunRecord:
         """Store a new run, queued for an executor elsewhere (another engine, e.g. Temporal's workers,
         which :meth:`advance` it): nothing executes it here, and nothing sweeps it."""
-        record, _ = await self._create(agent, input, thread_id=thread_id, leased=False)
+        record, _ = await self._create(agent, input, thread_id=thread_id, leased=False, limits=limits)
         return record
 
-    async def _create(self, agent: str, input: Any, *, thread_id: str | None, leased: bool) -> tuple[RunRecord, Any]:
+    async def _create(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None,
+        leased: bool,
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> tuple[RunRecord, Any]:
         """The new run, stored; and, when it is leased here and OpenTelemetry is on, its first
         span, opened now so the run is stored with its trace context (``record.trace``)."""
         definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
+        own = self.limits if limits is None else _limits(limits).within(self.limits)
         now = self.clock.time()
         moment = to_datetime(now)
         record = RunRecord(
@@ -298,6 +359,7 @@ class RunEngine:
             lease_owner=self._executor.lease_token() if leased else None,
             lease_expires=now + self.lease_ttl if leased else None,
             due_at=now + self.lease_ttl if leased else None,
+            limits=own,
         )
         observed = telemetry.active() if leased else None
         opened = None if observed is None else observed.open_run(record)
@@ -353,25 +415,103 @@ class RunEngine:
             return await self.wait(run_id)
 
     async def resume(
-        self, run_id: str, answer: Any, *, wait: bool = False, interrupt_key: str | None = None
+        self,
+        run_id: str,
+        answer: Any,
+        *,
+        wait: bool = False,
+        interrupt_key: str | None = None,
+        answered_by: str | None = None,
     ) -> RunRecord:
         """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema.
 
         ``interrupt_key``: the interrupt the answer was given for. If the run has moved on to
         another one meanwhile, the answer is refused (409) instead of landing on the wrong one;
-        the check and the save are one compare-and-set.
+        the check and the save are one compare-and-set. ``answered_by``: who answered, recorded
+        with when in the run's ``answers`` and its resumed segment's ``RUN_STARTED``. An answer
+        after the interrupt's deadline is refused (:class:`~agent_unit.errors.InterruptExpired`, 409).
         """
         record = await self.get(run_id)
+        late = late_answer(record, self.clock.time())
+        if late is not None:
+            raise late
         if record.status != RunStatus.interrupted or record.interrupt is None:
             raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
         _check_interrupt(record, interrupt_key)
-        entry = JournalEntry(record.interrupt.key, check_answer(record, answer, limit=self.max_step_bytes))
+        interrupt = record.interrupt
+        text = check_answer(record, answer, limit=self.max_step_bytes)
+        moment = to_datetime(self.clock.time())
+        assert moment is not None
+        record.answers = [
+            *record.answers,
+            Answer(interrupt=interrupt.name, key=interrupt.key, by=answered_by, at=moment),
+        ]
+        entry = JournalEntry(interrupt.key, text, meta={"by": answered_by, "at": moment.isoformat()})
+        answered = {"name": interrupt.name, "key": interrupt.key, "by": answered_by, "at": moment.isoformat()}
+        started = ev.run_started(record.id, record.thread_id, record.attempt, answered=answered)
+        await self._executor.claim(record, journal=(entry,), events=(started,), kind="resume")
+        return await self.wait(run_id) if wait else record
+
+    async def expire(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Wake an interrupted run whose deadline passed with no answer (a timer, the sweep or the
+        host's scheduler): the interrupt returns its ``default`` or raises ``InterruptExpired``."""
+        record = await self.get(run_id)
+        interrupt = record.interrupt
+        if record.status != RunStatus.interrupted or interrupt is None or interrupt.expires_at is None:
+            raise RunConflict(f"run {run_id} is {record.status.value}, with no deadline to pass")
+        deadline = interrupt.expires_at.timestamp()
+        if deadline > self.clock.time():
+            self._sweeper.arm(run_id, deadline)
+            return record
+        await self.expire_now(record)
+        return await self.wait(run_id) if wait else record
+
+    async def expire_now(self, record: RunRecord) -> None:
+        """Expire the interrupt ``record`` waits at (its deadline passed; the sweep read it): journal
+        the expiry in place of an answer and execute the run on, in one compare-and-set."""
+        interrupt = record.interrupt
+        assert interrupt is not None and interrupt.expires_at is not None
+        at = interrupt.expires_at
+        record.answers = [*record.answers, Answer(interrupt=interrupt.name, key=interrupt.key, at=at, expired=True)]
+        expired = ev.custom(
+            ev.INTERRUPT_EXPIRED, {"name": interrupt.name, "key": interrupt.key, "expiredAt": at.isoformat()}
+        )
         await self._executor.claim(
             record,
-            journal=(entry,),
-            events=(ev.run_started(record.id, record.thread_id, record.attempt),),
-            kind="resume",
+            journal=(expiry_entry(interrupt.key, at),),
+            events=(ev.run_started(record.id, record.thread_id, record.attempt), expired),
+            kind="wake",
         )
+
+    async def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Retry a failed run from the work that failed, with the agent code of this deployment.
+
+        The journal is kept: the failed step (or model or tool call) runs again with a new attempt
+        and the same idempotency key, every entry before it replays, and the code goes on from
+        there (see :mod:`agent_unit.retries`). One compare-and-set: of concurrent retries, exactly
+        one wins and the others get ``RunConflict`` (409).
+        """
+        record = await self.get(run_id)
+        if record.status != RunStatus.failed:
+            raise NotFailed(f"run {run_id} is {record.status.value}, not failed: only a failed run is retried")
+        self.agent(record.agent)  # a deployment without the agent, or with its file broken, refuses here
+        journal = await self.store.load_journal(run_id)
+        moment = to_datetime(self.clock.time())
+        assert moment is not None
+        mark = next_mark(record, journal, moment)
+        error = record.error
+        step = error.step if error is not None and error.key is not None and error.key == mark.key else None
+        record.retry = mark
+        record.error = None
+        record.output = None
+        record.finished_at = None
+        record.attempt += 1
+        retried = ev.custom(ev.RETRIED, {"count": mark.count, "key": mark.key, "step": step})
+        started = ev.run_started(record.id, record.thread_id, record.attempt)
+        try:
+            await self._executor.claim(record, events=(started, retried), kind="retry")
+        except RunConflict:
+            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
         return await self.wait(run_id) if wait else record
 
     async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
@@ -407,6 +547,8 @@ class RunEngine:
     async def wake(self, run_id: str, *, wait: bool = False) -> RunRecord:
         """Wake a sleeping run whose time has come (a timer, the sweep or ``schedule_wake``)."""
         record = await self.get(run_id)
+        if record.status == RunStatus.interrupted and record.interrupt is not None and record.interrupt.expires_at:
+            return await self.expire(run_id, wait=wait)  # a deadline is a wake like a sleep's
         if record.status != RunStatus.sleeping:
             raise RunConflict(f"run {run_id} is {record.status.value}, not sleeping")
         if record.due_at is not None and record.due_at > self.clock.time():
@@ -431,9 +573,16 @@ class RunEngine:
         await self._executor.claim(record, kind="continue")
         return await self.wait(run_id) if wait else record
 
-    async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
+    async def cancel(self, run_id: str, *, interrupt_key: str | None = None, settle: float = 5.0) -> RunRecord:
         """Cancel a queued, running, interrupted or sleeping run (``interrupt_key``: only while it
-        still waits at that interrupt)."""
+        still waits at that interrupt).
+
+        A running run may have a step in flight anywhere (a sync step's thread cannot be stopped):
+        the cancelled record's ``settling`` names the steps still running, and the process running
+        them sets it to None once they have ended. This waits up to
+        ``settle`` seconds for that, so the record returned says whether anything of the run still
+        runs: ``settling`` None, nothing does; otherwise, which steps are still settling.
+        """
         while True:
             record = await self.get(run_id)
             if record.finished:
@@ -441,7 +590,15 @@ class RunEngine:
             if interrupt_key is not None:
                 _check_interrupt(record, interrupt_key)
             expected = record.version
+            owner = record.lease_owner
+            live = record.status == RunStatus.running and owner is not None
+            if live:
+                running = self._executor.running(run_id)
+                settling = running if running is not None else await self._unfinished_steps(run_id)
             self._executor.finish(record, RunStatus.cancelled)
+            if live:
+                # The lease owner stays on the record: the one process that may say its steps ended.
+                record.settling, record.lease_owner = settling, owner
             try:
                 await self.store.save_run(
                     record, expected_version=expected, events=[ev.dumps(ev.run_cancelled(record.id, record.thread_id))]
@@ -453,12 +610,34 @@ class RunEngine:
         self.tail.notify(run_id)
         self._sweeper.disarm(run_id)
         self._executor.stop(run_id, "cancelled")
+        if record.settling is not None and settle > 0:
+            return await self._settled(run_id, settle)
         return record
 
     def stop(self, run_id: str) -> None:
         """Stop this process's execution of the run now, saving nothing: whoever decided that it
         stops saved the run already (a cancel through another engine, such as Temporal's)."""
         self._executor.stop(run_id, "cancelled")
+
+    async def _unfinished_steps(self, run_id: str) -> builtins.list[str]:
+        """The steps a run executing elsewhere has in flight, as its last events show them."""
+        after = max(0, await self.store.last_seq(run_id) - 1000)
+        return unfinished_steps(await self.store.read_events(run_id, after=after))
+
+    async def _settled(self, run_id: str, limit: float) -> RunRecord:
+        """The cancelled run once nothing of it runs anywhere, or after ``limit`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        delay = 0.01
+        while True:
+            task = self._executor.executions.get(run_id)
+            if task is not None:  # here: its end clears settling at once
+                await asyncio.wait([task[0]], timeout=max(0.0, deadline - loop.time()))
+            record = await self.get(run_id)
+            if record.settling is None or loop.time() >= deadline:
+                return record
+            await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+            delay = min(delay * 2, 0.5)
 
     async def delete(self, run_id: str) -> None:
         """Delete a finished run with its journal and events."""
@@ -528,6 +707,12 @@ class RunEngine:
         for run_id in list(self._executor.executions):
             self._executor.stop(run_id, "shutdown")
         await asyncio.gather(*tasks, *self._sweeper.background, return_exceptions=True)
+        settling = list(self._executor.settling)
+        if settling:  # a cancelled run saying it settled: a moment for it, none for a thread that never ends
+            _, late = await asyncio.wait(settling, timeout=1.0)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
         if self._owns_store:
             await self.store.close()
 
@@ -555,6 +740,18 @@ def _stored_input(definition: Agent, agent: str, raw: Any) -> Any:
     stored = json.loads(text)
     definition.validate_input(stored)  # what each execution validates: the input read back
     return stored
+
+
+def _limits(given: Limits | Mapping[str, Any]) -> Limits:
+    """A start's limits, or ``InvalidArgument`` (422) naming what is wrong with them."""
+    if isinstance(given, Limits):
+        return given
+    try:
+        return Limits.model_validate(given)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidArgument(f"limits.{where}: {first['msg']}") from None
 
 
 def _check_interrupt(record: RunRecord, key: str | None) -> None:

@@ -40,6 +40,9 @@ __all__ = [
     "InvalidAnswer",
     "InvalidArgument",
     "InvalidInput",
+    "InterruptExpired",
+    "LimitReached",
+    "NotFailed",
     "LeaseLost",
     "NonDeterminismError",
     "NotInterrupted",
@@ -143,6 +146,29 @@ class RunConflict(AgentUnitError):
 
 class NotInterrupted(RunConflict):
     code = "not_interrupted"
+
+
+class NotFailed(RunConflict):
+    """A retry of a run that has not failed: only a failed run is retried."""
+
+    code = "not_failed"
+
+
+class InterruptExpired(RunConflict):
+    """An interrupt's deadline passed with no answer.
+
+    Raised inside the agent by ``run.interrupt(..., timeout=...)`` when no ``default`` was given
+    (catch it to take another branch); and a resume that arrives after the deadline is refused
+    with it (409), saying when the interrupt expired.
+    """
+
+    code = "interrupt_expired"
+
+
+class LimitReached(AgentUnitError):
+    """A model call would pass one of the run's limits (``on_limit = "fail"``): it was not made."""
+
+    code, status = "limit_reached", 409
 
 
 class LeaseLost(RunConflict):

@@ -67,14 +67,15 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def run_started(run_id: str, thread_id: str, attempt: int = 1) -> dict[str, Any]:
+def run_started(run_id: str, thread_id: str, attempt: int = 1, **more: Any) -> dict[str, Any]:
     """A segment begins. ``attempt`` (in AG-UI's open ``metadata``, under our key) counts the
-    executions a crash cut short: a run recovered after one starts again with attempt 2."""
+    executions a crash cut short: a run recovered after one starts again with attempt 2.
+    ``more`` joins it there: ``answered`` (who answered the interrupt this segment resumes, and when)."""
     return {
         "type": "RUN_STARTED",
         "threadId": thread_id,
         "runId": run_id,
-        "metadata": {"agent-unit": {"attempt": attempt}},
+        "metadata": {"agent-unit": {"attempt": attempt, **more}},
         "timestamp": now_ms(),
     }
 
@@ -135,6 +136,10 @@ def step_retry(name: str, attempt: int, error: dict[str, Any], delay: float) -> 
 
 
 MESSAGE = "agent-unit.message"
+INTERRUPT_EXPIRED = "agent-unit.interrupt-expired"
+"""CUSTOM event: nobody answered an interrupt by its deadline (right after the woken segment's RUN_STARTED)."""
+RETRIED = "agent-unit.retried"
+"""CUSTOM event: a failed run was retried from the work that failed (right after its RUN_STARTED)."""
 """The CUSTOM event that holds a message sent to a live run (``RunEngine.send``): ``{messageId, value}``."""
 
 

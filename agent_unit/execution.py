@@ -17,6 +17,7 @@ from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, St
 from .events import EventBuffer
 from .parks import Cancelled, Yielded
 from .records import JournalEntry, RunRecord
+from .retries import stored_key
 from .stores import Store
 
 if TYPE_CHECKING:
@@ -42,8 +43,10 @@ class Execution:
         max_step_bytes: int,
         delta_batch_ms: int,
         notify: Callable[[str], None] = lambda run_id: None,
+        approval_timeout: float | None = None,
     ) -> None:
         self.record = record
+        self.approval_timeout = approval_timeout  # seconds an adapter's tool approval waits, or None
         self.store = store
         self.owner = owner
         self.max_step_bytes = max_step_bytes
@@ -62,18 +65,47 @@ class Execution:
         self._flush_due: float | None = None  # loop time by which pending events must be written
         self._flushing: set[asyncio.Task[None]] = set()
         self._in_flight = 0
+        self._working: dict[str, int] = {}  # the names of the steps in flight, with how many of each
+        self._abandoned: dict[asyncio.Future[Any], str] = {}  # sync steps whose thread outlived their await
         self._idle: asyncio.Event | None = None
         self._halt = asyncio.Event()  # set once this execution stops: wakes steps waiting to retry
         self.stopping = False  # set once the agent is done: no new step starts, no renewal runs
         self.telemetry: ExecutionTelemetry | None = None  # this execution's span, when OpenTelemetry is on
 
-    def enter_step(self) -> None:
+    def enter_step(self, name: str = "") -> None:
         self._in_flight += 1
+        self._working[name] = self._working.get(name, 0) + 1
 
-    def leave_step(self) -> None:
+    def leave_step(self, name: str = "") -> None:
         self._in_flight -= 1
+        left = self._working.get(name, 1) - 1
+        if left:
+            self._working[name] = left
+        else:
+            self._working.pop(name, None)
         if self._in_flight == 0 and self._idle is not None:
             self._idle.set()
+
+    def abandon(self, name: str, thread: asyncio.Future[Any]) -> None:
+        """A sync step's await was cancelled (the run was cancelled) while its thread still runs:
+        a thread cannot be stopped, so the run is settling until ``thread`` finishes."""
+        self._abandoned[thread] = name
+        thread.add_done_callback(self._thread_done)
+
+    def _thread_done(self, thread: asyncio.Future[Any]) -> None:
+        self._abandoned.pop(thread, None)
+        if not thread.cancelled():
+            thread.exception()  # nobody awaits it any more: its error was the cancelled step's, not news
+
+    def running(self) -> list[str]:
+        """The names of the steps of this execution still running (those whose thread outlived a
+        cancel included), sorted: what a cancel reports as still settling."""
+        return sorted({*self._working, *self._abandoned.values()})
+
+    async def threads_done(self) -> None:
+        """Wait until every thread a cancel left running has finished."""
+        while self._abandoned:
+            await asyncio.wait(list(self._abandoned))
 
     async def settle(self, limit: float) -> None:
         """Let steps still running beside a park (``asyncio.gather`` siblings) finish and be journaled.
@@ -112,7 +144,12 @@ class Execution:
             raise Yielded()
 
     async def commit(self, entry: JournalEntry, *events: dict[str, Any]) -> None:
-        """Journal one finished piece of work with the events waiting for it: one transaction."""
+        """Journal one finished piece of work with the events waiting for it: one transaction.
+
+        Work a retry runs again is stored under its key for that retry (see :mod:`agent_unit.retries`).
+        """
+        if self.record.retry is not None:
+            entry = JournalEntry(stored_key(entry.key, self.record.retry), entry.value, entry.error, entry.meta)
         self._new_steps += 1
         self._flush_due = None  # this commit takes the pending events: the timer, if any, finds nothing due
         async with self.lock:

@@ -32,6 +32,7 @@ from .execution import Execution
 from .ids import new_id
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from .records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
+from .retries import journal_view
 from .run import Run, active_run
 from .tracebacks import user_frames
 
@@ -65,6 +66,7 @@ class Executor:
     def __init__(self, engine: RunEngine) -> None:
         self._engine = engine
         self.executions: dict[str, tuple[asyncio.Task[None], Execution]] = {}
+        self.settling: set[asyncio.Future[None]] = set()  # cancelled executions saying they have settled
 
     async def claim(
         self,
@@ -77,7 +79,7 @@ class Executor:
     ) -> None:
         """Take the run (compare-and-set) with this engine as lease owner, then execute it.
 
-        ``kind`` (``resume``, ``wake``, ``continue``, ``recover``) names the execution in its span."""
+        ``kind`` (``resume``, ``wake``, ``continue``, ``recover``, ``retry``) names the execution in its span."""
         self._engine.check_agent(record.agent)  # a broken agent's run stays as it is, for when it loads again
         expected = record.version
         now = self._engine.clock.time()
@@ -126,6 +128,7 @@ class Executor:
             max_step_bytes=self._engine.max_step_bytes,
             delta_batch_ms=self._engine.delta_batch_ms,
             notify=self._engine.tail.notify,
+            approval_timeout=self._engine.approval_timeout,
         )
         task = asyncio.get_running_loop().create_task(
             self._execute(execution, fresh=fresh, kind=kind, opened=opened), name=f"agent-unit {record.id}"
@@ -137,6 +140,11 @@ class Executor:
         running = self.executions.get(run_id)
         if running is not None and running[0] is task:
             del self.executions[run_id]
+
+    def running(self, run_id: str) -> list[str] | None:
+        """The steps in flight of ``run_id``'s execution in this process, or None if it executes elsewhere."""
+        running = self.executions.get(run_id)
+        return None if running is None else running[1].running()
 
     def stop(self, run_id: str, reason: str) -> None:
         running = self.executions.get(run_id)
@@ -158,7 +166,7 @@ class Executor:
         outcome: BaseException | None = None
         try:
             agent = self._engine.agents.get(record.agent)
-            journal = {} if fresh else await self._engine.store.load_journal(record.id)
+            journal = {} if fresh else journal_view(await self._engine.store.load_journal(record.id), record.retry)
             run = Run(execution, journal)
             token = active_run.set(run)
             output: Any = None
@@ -192,7 +200,13 @@ class Executor:
                     await self._park(execution, outcome)
                 elif outcome is not None:
                     log.error("run %s of agent %r failed", record.id, record.agent, exc_info=outcome)
-                    await self._end(execution, RunStatus.failed, error=outcome, step=run.failed_step(outcome))
+                    await self._end(
+                        execution,
+                        RunStatus.failed,
+                        error=outcome,
+                        step=run.failed_step(outcome),
+                        key=run.failed_key(outcome),
+                    )
                 else:
                     await self._end(execution, RunStatus.completed, output=output)
             except (StoreUnavailable, LeaseLost):
@@ -223,6 +237,33 @@ class Executor:
                 active_run.reset(token)
             if execution.telemetry is not None:
                 execution.telemetry.end(outcome, execution.stop_reason)
+            if execution.stop_reason in ("cancelled", "lost", "changed"):
+                settle = asyncio.ensure_future(self._settle(execution))
+                self.settling.add(settle)
+                settle.add_done_callback(self.settling.discard)
+
+    async def _settle(self, execution: Execution) -> None:
+        """After a cancel: once the threads of steps this execution left running have finished, say
+        so on the cancelled record (``settling`` None), if it names this execution's lease. No event:
+        the run's events end with its ``RUN_CANCELLED``. A task of its own: a thread that never ends
+        must not hold up a shutdown."""
+        try:
+            await execution.threads_done()
+            for _ in range(10):
+                record = await self._engine.store.load_run(execution.record.id)
+                if record is None or record.settling is None or record.lease_owner != execution.owner:
+                    return  # not cancelled while this execution ran: taken over, or said already
+                expected = record.version
+                record.settling = None
+                record.lease_owner = None
+                try:
+                    await self._engine.store.save_run(record, expected_version=expected)
+                except RunConflict:
+                    continue
+                self._engine.tail.notify(record.id)
+                return
+        except Exception:
+            log.exception("saying that the cancelled run %s has settled failed", execution.record.id)
 
     async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
         """Renew the lease while the run executes; stop this execution if it was lost."""
@@ -276,6 +317,7 @@ class Executor:
                     stored = await self._engine.store.load_run(record.id)
                     if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
                         log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
+                        execution.stop_reason = execution.stop_reason or "changed"
                         return False
                     expected = stored.version  # still ours: a message was stored meanwhile (send)
         record.version = expected + 1
@@ -300,9 +342,11 @@ class Executor:
         output: Any = None,
         error: BaseException | None = None,
         step: str | None = None,
+        key: str | None = None,
     ) -> None:
         """End the run: ``output`` is storable already (:meth:`_stored_output`); ``step`` names the
-        step ``error`` came from. The error's text is scrubbed, so a failure can always be saved."""
+        step ``error`` came from, ``key`` its journal key (what a retry runs again). The error's text
+        is scrubbed, so a failure can always be saved."""
         record = execution.record
         self.finish(record, status)
         if error is None:
@@ -319,7 +363,11 @@ class Executor:
             )
             frames = [ErrorFrame.model_validate(frame) for frame in scrubbed]
             record.error = RunError(
-                type=type(error).__name__, message=message, step=step and jsontext.scrub(step), frames=frames
+                type=type(error).__name__,
+                message=message,
+                step=step and jsontext.scrub(step),
+                key=key,
+                frames=frames,
             )
             event = ev.run_error(message, jsontext.scrub(code))
         await self._save(execution, event=event)
@@ -344,19 +392,20 @@ class Executor:
         if isinstance(park, Interrupted):
             record.status = RunStatus.interrupted
             record.interrupt = park.interrupt
-            record.due_at = None
             interrupt = park.interrupt
-            event = ev.run_interrupted(
-                record.id,
-                record.thread_id,
-                {
-                    "name": interrupt.name,
-                    "key": interrupt.key,
-                    "payload": interrupt.payload,
-                    "answerSchema": interrupt.answer_schema,
-                },
-            )
-            await self._save(execution, event=event)
+            deadline = None if interrupt.expires_at is None else interrupt.expires_at.timestamp()
+            record.due_at = deadline  # a deadline is a wake like a sleep's: the sweep and timers see it
+            shown = {
+                "name": interrupt.name,
+                "key": interrupt.key,
+                "payload": interrupt.payload,
+                "answerSchema": interrupt.answer_schema,
+            }
+            if interrupt.expires_at is not None:
+                shown["expiresAt"] = interrupt.expires_at.isoformat()
+            event = ev.run_interrupted(record.id, record.thread_id, shown)
+            if await self._save(execution, event=event) and deadline is not None:
+                await self.sweeper.schedule(record.id, deadline)
         elif isinstance(park, Sleeping):
             record.status = RunStatus.sleeping
             record.wake_at = to_datetime(park.wake_at)

@@ -11,8 +11,11 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
+from .limits import Limits
+
 __all__ = [
     "FINISHED",
+    "Answer",
     "ErrorFrame",
     "Interrupt",
     "JournalEntry",
@@ -21,6 +24,7 @@ __all__ = [
     "RunEvent",
     "RunRecord",
     "RunStatus",
+    "RetryMark",
     "StoredEvent",
     "agui_usage",
     "record_usage",
@@ -48,6 +52,38 @@ class Interrupt(BaseModel):
     payload: Any = None
     answer_schema: dict[str, Any] | None = None
     answer_type: str | None = None  # ``module:QualName`` of the answer's class, to validate it fully on resume
+    expires_at: datetime | None = None
+    """When the interrupt stops waiting (``run.interrupt(..., timeout=...)``); None: it waits for good."""
+
+
+class Answer(BaseModel):
+    """Who answered an interrupt, and when: one per resume (or expiry) of the run, oldest first.
+
+    ``by`` is the identity ``authorize`` returned for the resume (or the request's authenticated
+    user); None when the deployment knows nobody. ``expired``: nobody answered by the deadline.
+    """
+
+    interrupt: str
+    key: str
+    by: str | None = None
+    at: datetime
+    expired: bool = False
+
+
+class RetryMark(BaseModel):
+    """The run's last retry: the work it runs again, and how much journal it must replay first.
+
+    ``superseded`` maps each journal key run again by a retry to the attempt whose entry now
+    holds its outcome (the failed entry stays in the store, read by nobody). ``replays``: how
+    many entries the code must replay before it may run anything new (other than ``key``),
+    so code changed in a way that no longer matches the journal is refused, naming the step.
+    """
+
+    key: str | None = None
+    replays: int = 0
+    superseded: dict[str, int] = {}
+    at: datetime
+    count: int = 1
 
 
 def record_usage(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -77,6 +113,8 @@ class RunError(BaseModel):
     type: str
     message: str
     step: str | None = None
+    key: str | None = None
+    """The journal key of the step (or model or tool call) that failed: what a retry runs again."""
     frames: list[ErrorFrame] = []
 
 
@@ -99,6 +137,13 @@ class RunRecord(BaseModel):
     wake_at: datetime | None = None
     usage: list[dict[str, Any]] = []
     attempt: int = 1
+    answers: list[Answer] = []
+    retry: RetryMark | None = None
+    limits: Limits | None = None
+    """What the run may spend (tokens, model calls), checked before each model call."""
+    settling: list[str] | None = None
+    """After a cancel of a running run: the steps still running (a thread cannot be stopped), until
+    the process executing them says they have ended; None once nothing of the run runs anywhere."""
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
@@ -146,6 +191,10 @@ DATA_FIELDS = frozenset(
         "wake_at",
         "usage",
         "attempt",
+        "answers",
+        "retry",
+        "settling",
+        "limits",
         "created_at",
         "updated_at",
         "finished_at",

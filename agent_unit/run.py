@@ -16,6 +16,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import math
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -30,9 +31,12 @@ from .answers import type_ref
 from .callables import call, return_annotation, wants_context
 from .clock import to_datetime, to_epoch
 from .codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
+from .deadlines import expired_at
 from .durations import Duration, parse_duration
 from .errors import (
     AgentUnitError,
+    InterruptExpired,
+    LimitReached,
     NonDeterminismError,
     RunConflict,
     StepResultError,
@@ -40,8 +44,10 @@ from .errors import (
     UnstorableValue,
 )
 from .events import MESSAGE, custom, dumps, step_finished, step_retry, step_started
+from .limits import LIMIT_REACHED, Limits, first_passed
 from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry
+from .retries import check_new_work
 from .retry import RetryPolicy
 from .usage import merge_usage
 
@@ -215,8 +221,10 @@ class Run:
         ]
         # The errors steps raised to agent code (by id: exceptions take no weak references), so
         # the run's error can name the step it came from.
-        self._step_errors: dict[int, tuple[BaseException, str]] = {}
+        self._step_errors: dict[int, tuple[BaseException, str, str | None]] = {}
         self._messages_after = 0  # the seq of the last event run.messages() has read
+        self._limits = record.limits  # raised by each journaled answer to limit-reached, in replay order
+        self._model_calls = 0  # model calls reached so far (replayed or made)
         self.shown_tool_calls: set[str] = set()
         """Ids of tool calls whose ``TOOL_CALL_START``/``ARGS``/``END`` this run showed before the
         call ran (at its approval, see :func:`agent_unit.adapters.approval.ask_approval`): when the
@@ -226,6 +234,12 @@ class Run:
     def usage(self) -> list[dict[str, Any]]:
         """Token usage so far, one entry per provider and model (AG-UI ``TokenUsage`` fields)."""
         return merge_usage(self._usage)
+
+    @property
+    def approval_timeout(self) -> float | None:
+        """Seconds a tool approval waits for an answer (the deployment's ``approval_timeout``), or None:
+        for adapters, which pass it as the ``timeout`` of their ``tool-approval`` interrupt."""
+        return self._execution.approval_timeout
 
     @property
     def replaying(self) -> bool:
@@ -267,21 +281,78 @@ class Run:
             )
         return text
 
-    def _step_failed(self, exc: BaseException, name: str) -> BaseException:
-        self._step_errors[id(exc)] = (exc, name)
+    def _step_failed(self, exc: BaseException, name: str, key: str | None = None) -> BaseException:
+        self._step_errors[id(exc)] = (exc, name, key)
         return exc
 
-    def failed_step(self, error: BaseException) -> str | None:
-        """The name of the step that raised ``error``, or an error it was raised from or during."""
+    def _failed(self, error: BaseException) -> tuple[str, str | None] | None:
         seen: set[int] = set()
         current: BaseException | None = error
         while current is not None and id(current) not in seen:
             seen.add(id(current))
             found = self._step_errors.get(id(current))
             if found is not None and found[0] is current:
-                return found[1]
+                return found[1], found[2]
             current = current.__cause__ or current.__context__
         return None
+
+    def failed_step(self, error: BaseException) -> str | None:
+        """The name of the step that raised ``error``, or an error it was raised from or during."""
+        found = self._failed(error)
+        return None if found is None else found[0]
+
+    def failed_key(self, error: BaseException) -> str | None:
+        """The journal key of the work whose journaled failure ``error`` is (or was raised from or
+        during): what a retry runs again. None when the code failed between steps, or refused work
+        that does not replay the journal (nothing of it was journaled)."""
+        found = self._failed(error)
+        return None if found is None else found[1]
+
+    async def check_limits(self, key: str) -> None:
+        """Before the model call journaled as ``key`` (``ctx.durable.model`` calls this): if making it
+        would pass one of the run's limits, park at a ``limit-reached`` interrupt (its answer raises
+        them) or raise :class:`~agent_unit.errors.LimitReached`, as the limits' ``on_limit`` says.
+        Usage comes from the journal, so the check holds across replays, restarts and continuations."""
+        calls = self._model_calls
+        self._model_calls += 1
+        if self._limits is None:
+            return
+        asked = 0
+        while True:
+            where = f"{key}/{asked}"
+            if f"interrupt:{LIMIT_REACHED}@{where}" in self._journal:  # raised before: raise them again
+                answer = await self.interrupt(LIMIT_REACHED, None, answer=Limits, key=where)
+                self._limits = self._limits.raised(answer)
+                asked += 1
+                continue
+            if key in self._journal:
+                return  # the call was made: it replays
+            passed = first_passed(self._limits, self._usage, calls)
+            if passed is None:
+                return
+            if self._limits.on_limit == "fail":
+                raise LimitReached(
+                    f"run {self.id} would pass its {passed['limit']} limit ({passed['max']}, used "
+                    f"{passed['used']}) with model call {key}: the call was not made",
+                    details=passed,
+                )
+            await self.interrupt(LIMIT_REACHED, {**passed, "call": key}, answer=Limits, key=where)
+
+    def _check_new(self, key: str, name: str) -> None:
+        """Before new work: refuse it if a retried run's journal does not expect it here."""
+        mark = self._execution.record.retry
+        if mark is not None:
+            try:
+                check_new_work(
+                    mark,
+                    replayed=len(self._journal) - self._unreplayed,
+                    key=key,
+                    name=name,
+                    run_id=self.id,
+                    agent=self.agent,
+                )
+            except NonDeterminismError as exc:
+                raise self._step_failed(exc, name) from None
 
     # steps
 
@@ -361,13 +432,14 @@ class Run:
                     "the code between journaled calls must make the same decisions given the same results"
                 )
             if entry.error is not None:
-                raise self._step_failed(rebuild_error(entry.error), name)
+                raise self._step_failed(rebuild_error(entry.error), name, key)
             return decode(entry.value or "null", annotation)
         if not jsontext.storable_name(key):
             raise UnstorableValue(
                 f"{jsontext.scrub(repr(name))} cannot name a step: a name is journaled as text, "
                 "so it must be UTF-8 (no lone surrogates) without NUL characters"
             )
+        self._check_new(key, name)
         execution = self._execution
         execution.before_step()
         for event in started:
@@ -386,18 +458,18 @@ class Run:
             error = encode_error(exc, name)
             events = () if finished is None else (finished(error_event(error)),)
             await execution.commit(JournalEntry(key, error=error, meta=meta), *events)
-            return self._step_failed(exc, name)
+            return self._step_failed(exc, name, key)
 
         # This work's span, when OpenTelemetry is on (a replay, above, makes none: nothing ran).
         observed = None if execution.telemetry is None else execution.telemetry.work(key, name)
         attempt = 1
-        execution.enter_step()
+        execution.enter_step(name)
         try:
             token = _current_step.set(context)
             try:
                 while True:
                     try:
-                        result = await call(fn, args, threads=STEP_THREADS)
+                        result = await call(fn, args, threads=STEP_THREADS, abandoned=name, execution=execution)
                         break
                     except Exception as exc:
                         if retry is None or not retry.retries(exc, attempt):
@@ -439,7 +511,7 @@ class Run:
                 observed.end(exc, attempt)
             raise
         finally:
-            execution.leave_step()
+            execution.leave_step(name)
         if observed is not None:
             observed.end(None, attempt)
         return value
@@ -471,6 +543,8 @@ class Run:
         key: str | None = None,
         schema: dict[str, Any] | None = None,
         events: Sequence[dict[str, Any]] = (),
+        timeout: Duration | None = None,  # noqa: ASYNC109 - a durable deadline, not an asyncio timeout
+        default: Any = ...,
     ) -> Any: ...
 
     @overload
@@ -482,6 +556,8 @@ class Run:
         answer: type[T],
         key: str | None = None,
         events: Sequence[dict[str, Any]] = (),
+        timeout: Duration | None = None,  # noqa: ASYNC109 - a durable deadline, not an asyncio timeout
+        default: T = ...,
     ) -> T: ...
 
     @overload  # a union (``bool | Approval``) or another type form that is not a class
@@ -493,6 +569,8 @@ class Run:
         answer: object,
         key: str | None = None,
         events: Sequence[dict[str, Any]] = (),
+        timeout: Duration | None = None,  # noqa: ASYNC109 - a durable deadline, not an asyncio timeout
+        default: Any = ...,
     ) -> Any: ...
 
     async def interrupt(
@@ -504,6 +582,8 @@ class Run:
         key: str | None = None,
         schema: dict[str, Any] | None = None,
         events: Sequence[dict[str, Any]] = (),
+        timeout: Duration | None = None,  # noqa: ASYNC109 - a durable deadline, not an asyncio timeout
+        default: Any = ...,
     ) -> Any:
         """Park until ``POST /runs/{id}/resume`` answers; return the answer validated as ``answer``.
 
@@ -514,9 +594,16 @@ class Run:
         answer, for a framework whose own interrupt carries one (given ``answer``, its schema is used).
         ``events`` (AG-UI events, such as the ``TOOL_CALL_*`` of the call an approval is for) are
         stored just before ``RUN_INTERRUPTED`` when the run parks here; a replay emits none.
+
+        ``timeout`` (``"2d"``, seconds or a ``timedelta``) is a deadline: if nobody answers by then,
+        the run wakes (as from a sleep) and this returns ``default``, or raises
+        :class:`~agent_unit.errors.InterruptExpired` (catch it to take another branch) when no
+        ``default`` is given. The expiry is journaled, so every replay takes the same branch, and
+        an answer that comes later is refused (409).
         """
         journal_key = f"interrupt:{name}@{key}" if key is not None else self.next_key("interrupt", name)
-        return await self._interrupt(journal_key, name, payload, answer, schema, events)
+        seconds = None if timeout is None else parse_duration(timeout).total_seconds()
+        return await self._interrupt(journal_key, name, payload, answer, schema, events, seconds, default)
 
     async def _interrupt(
         self,
@@ -526,10 +613,22 @@ class Run:
         answer: Any = UNTYPED,
         schema: dict[str, Any] | None = None,
         events: Sequence[dict[str, Any]] = (),
+        timeout: float | None = None,  # noqa: ASYNC109 - a durable deadline, not an asyncio timeout
+        default: Any = ...,
     ) -> Any:
-        """The interrupt under journal ``key``; ``schema`` describes an untyped answer (a framework's own)."""
+        """The interrupt under journal ``key``; ``schema`` describes an untyped answer (a framework's own);
+        ``timeout``: seconds until it expires with ``default`` (``...``: none, InterruptExpired)."""
         entry = self._replayed(key)
         if entry is not None:
+            expired = expired_at(entry)
+            if expired is not None:
+                if default is not ...:
+                    return default
+                raise InterruptExpired(
+                    f"nobody answered {name!r} by its deadline ({expired}): pass default= to "
+                    "run.interrupt(...) to go on with a default answer instead",
+                    details={"interrupt": name, "key": key, "expired_at": expired},
+                )
             try:
                 return decode(entry.value or "null", answer)
             except ValidationError as exc:
@@ -541,10 +640,20 @@ class Run:
                 f"{jsontext.scrub(repr(key))} cannot name an interrupt: a name is journaled as text, "
                 "so it must be UTF-8 (no lone surrogates) without NUL characters"
             )
+        self._check_new(key, name)
         _, payload = encode(payload, UNTYPED, f"the payload of interrupt {name!r}", self._execution.max_step_bytes)
         if answer is not UNTYPED:
             schema = answer_schema(answer)
-        interrupt = Interrupt(name=name, key=key, payload=payload, answer_schema=schema, answer_type=type_ref(answer))
+        # Whole microseconds, rounded down: the record's date holds exactly the due time the sweep compares.
+        expires_at = None if timeout is None else to_datetime(math.floor((self._execution.now() + timeout) * 1e6) / 1e6)
+        interrupt = Interrupt(
+            name=name,
+            key=key,
+            payload=payload,
+            answer_schema=schema,
+            answer_type=type_ref(answer),
+            expires_at=expires_at,
+        )
         for event in events:  # stored with the park, before RUN_INTERRUPTED
             self._execution.events.add(dict(event))
         raise Interrupted(interrupt)
@@ -582,6 +691,7 @@ class Run:
         entry = self._replayed(key)
         now = self._execution.now()
         if entry is None:
+            self._check_new(key, "sleep")
             due = wake_at(now)
             if due <= now:
                 return

@@ -106,7 +106,7 @@ class Sweeper:
                 continue
             if record.agent in self._engine.broken:
                 continue  # its file does not load: nothing to wake or recover until it does
-            if record.status == RunStatus.sleeping:
+            if record.status in (RunStatus.sleeping, RunStatus.interrupted):  # a deadline wakes as a sleep does
                 self.arm(record.id, record.due_at)
             elif self._executor.lapses(record) and owner_is_gone(record.lease_owner or ""):
                 if await self._sweep_one(record, result, owner_gone=True):
@@ -126,6 +126,11 @@ class Sweeper:
                 )
                 result.woken += 1
                 log.info("woke run %s of agent %r: its wake time passed", record.id, record.agent)
+            elif record.status == RunStatus.interrupted and record.interrupt and record.interrupt.expires_at:
+                name = record.interrupt.name
+                await self._engine.expire_now(record)
+                result.woken += 1
+                log.info("woke run %s of agent %r: nobody answered %r by its deadline", record.id, record.agent, name)
             elif record.status in _LEASED:
                 if record.id in self._executor.executions:
                     return False  # ours and alive: its renewal is just late
@@ -207,8 +212,8 @@ class Sweeper:
     async def _look_again(self, run_id: str) -> None:
         """A timer fired: wake the sleeper, or recover the run whose lease lapsed, or follow a renewed lease."""
         record = await self._engine.get(run_id)
-        if record.status == RunStatus.sleeping:
-            await self._engine.wake(run_id)
+        if record.status in (RunStatus.sleeping, RunStatus.interrupted):
+            await self._engine.wake(run_id)  # a sleeper, or an interrupt whose deadline passed
         elif record.status in _LEASED and record.due_at is not None and run_id not in self._executor.executions:
             if record.due_at <= self._engine.clock.time():
                 await self._sweep_one(record, SweepResult())  # the lease lapsed: recover this run, from this read

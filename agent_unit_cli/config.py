@@ -19,6 +19,7 @@ from agent_unit.durations import parse_duration
 from agent_unit.errors import ConfigError, TaskError
 from agent_unit.http.hostnames import HostNames
 from agent_unit.http.origins import Origins
+from agent_unit.limits import Limits
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
@@ -34,6 +35,9 @@ ENGINE_KEYS = {
     "authorize": "pass authorize= to the create_agent_unit() your app mounts",
     "max_body_bytes": "pass max_body_bytes= to the create_agent_unit() your app mounts",
     "adapters": "pass adapters= to the create_agent_unit() your app mounts",
+    "approval_timeout": "pass approval_timeout= to the create_agent_unit() your app mounts",
+    "require_answerer": "pass require_answerer= to the create_agent_unit() your app mounts",
+    "limits": "pass limits= to the create_agent_unit() your app mounts",
     "mcp": "your app's own dependencies decide what the build vendors",
     "engine": "pass temporal= to the create_agent_unit() your app mounts",
     "temporal": "pass temporal= to the create_agent_unit() your app mounts",
@@ -133,6 +137,9 @@ class Config(BaseModel):
     base_path: str = "/"
     authorize: str | None = Field(default=None, pattern=r"^[\w.]+:[\w.]+$")
     retention: str | None = None
+    approval_timeout: str | None = None  # tool approvals nobody answers in this long are declined
+    require_answerer: bool = False  # a resume must say who answers (authorize's identity, or request.user)
+    limits: Limits | None = None  # [limits]: what each run may spend (tokens, model calls), and on_limit
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     adapters: list[str] = []
     server: str | Server | None = None  # your own ASGI app ("module:app"), or a server preset's name or table
@@ -192,7 +199,7 @@ class Config(BaseModel):
             )
         return value
 
-    @field_validator("budget", "retention")
+    @field_validator("budget", "retention", "approval_timeout")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
@@ -294,6 +301,7 @@ def _did_you_mean(loc: tuple[int | str, ...]) -> str:
         "storage": Storage,
         "temporal": Temporal,
         "server": Server,
+        "limits": Limits,
     }
     table = tables.get(str(loc[0]), Config) if len(loc) > 1 else Config
     close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1)

@@ -83,6 +83,9 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
             a2a_default_agent=config.a2a_default_agent,
             budget=config.budget,
             retention=config.retention,
+            approval_timeout=config.approval_timeout,
+            require_answerer=config.require_answerer,
+            limits=config.limits,
             public_url=public_url,
             ui=True,  # the approvals inbox, always on in development
             tasks=tasks_from_config(config.tasks, root=root.resolve()),  # the in-process scheduler runs them

@@ -1,8 +1,8 @@
-"""``agent-unit runs``: list, show, resume and cancel runs, in the project's store or a deployment's.
+"""``agent-unit runs``: list, show, resume, cancel and retry runs, in the project's store or a deployment's.
 
 Without ``--url`` the command opens the project's configured storage (default: the SQLite
 file ``dev`` uses) and, to resume, runs the agent in this process until it parks or ends.
-While ``agent-unit dev`` serves that store for the project, ``resume`` and ``cancel`` go
+While ``agent-unit dev`` serves that store for the project, ``resume``, ``cancel`` and ``retry`` go
 through dev's HTTP API instead (:mod:`agent_unit_cli.dev_address`), so the server that
 holds the timers and executions sees the change at once: a run resumed into a short sleep
 wakes on time, not at dev's next sweep. With ``--url`` it goes through the deployment's HTTP
@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(cls=Group, help="List, show, resume and cancel runs (the local store, or --url of a deployment).")
+app = typer.Typer(
+    cls=Group, help="List, show, resume, cancel and retry runs (the local store, or --url of a deployment)."
+)
 console = Console()
 
 ROOT = typer.Option(Path("."), "--root", help="The project folder (its configured storage is used).")
@@ -60,6 +62,9 @@ class Runs(Protocol):
 
     def cancel(self, run_id: str) -> dict[str, Any]:
         """Cancel the run; the cancelled run."""
+
+    def retry(self, run_id: str) -> dict[str, Any]:
+        """Retry the failed run from the work that failed; the run once it parks or ends."""
 
 
 class Local:
@@ -109,7 +114,12 @@ class Local:
             )
 
         async def go() -> Any:
-            options: dict[str, Any] = {"budget": config.budget, "retention": config.retention}
+            options: dict[str, Any] = {
+                "budget": config.budget,
+                "retention": config.retention,
+                "approval_timeout": config.approval_timeout,
+                "limits": config.limits,
+            }
             try:
                 if config.temporal_table is not None:  # a resume or cancel goes through the run's workflow
                     from agent_unit.temporal import TemporalEngine, temporal_settings
@@ -162,6 +172,15 @@ class Local:
 
         return self._run(work)  # type: ignore[no-any-return]
 
+    def retry(self, run_id: str) -> dict[str, Any]:
+        if (done := self._through_dev("retry", lambda dev: dev.retry(run_id))) is not None:
+            return done
+
+        async def work(engine: Any) -> dict[str, Any]:
+            return (await engine.retry(run_id, wait=True)).public()  # type: ignore[no-any-return]
+
+        return self._run(work, agents=True)  # type: ignore[no-any-return]
+
 
 class Remote:
     """A deployment's HTTP API, through :class:`agent_unit.client.SyncAgentClient`."""
@@ -204,6 +223,10 @@ class Remote:
         with self._client() as client:
             return client.cancel(run_id).public()
 
+    def retry(self, run_id: str) -> dict[str, Any]:
+        with self._client() as client:
+            return client.retry(run_id, wait=True).public()
+
 
 def _source(root: Path, url: str | None, token: str | None) -> Runs:
     return Remote(url, token) if url else Local(root.resolve(), token)
@@ -221,7 +244,7 @@ def list_runs(
     url: str | None = URL,
     token: str | None = TOKEN,
 ) -> None:
-    """List runs (newest first); `runs show|resume|cancel ID` acts on one."""
+    """List runs (newest first); `runs show|resume|cancel|retry ID` acts on one."""
     if ctx.invoked_subcommand is not None:
         return
     with reported():
@@ -292,6 +315,20 @@ def cancel(
     """Cancel a queued, running, interrupted or sleeping run."""
     with reported():
         record = _source(root, url, token).cancel(run_id)
+    _print_result(record, as_json)
+
+
+@app.command(cls=Command)
+def retry(
+    run_id: str = typer.Argument(..., help="The failed run's id."),
+    as_json: bool = JSON,
+    root: Path = ROOT,
+    url: str | None = URL,
+    token: str | None = TOKEN,
+) -> None:
+    """Retry a failed run from the step that failed, with the agent code deployed now."""
+    with reported():
+        record = _source(root, url, token).retry(run_id)
     _print_result(record, as_json)
 
 

@@ -4,6 +4,8 @@ A ``tool-approval`` interrupt carries ``{call_id, tool, arguments, agent}``; the
 ``true``, ``false`` or ``{"approved": bool, "reason"?: str}``. Before the run parks, the call's
 ``TOOL_CALL_START``/``ARGS``/``END`` are stored, so a UI shows which call it approves (the
 ``toolCallId`` is the payload's ``call_id``); once approved, the call adds only its result.
+With the deployment's ``approval_timeout``, an approval nobody answers in time is declined
+(:data:`EXPIRED`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import BaseModel
 from ..durable import tool_call_started
 from ..run import Run
 
-__all__ = ["Approval", "ApprovalAnswer", "ask_approval"]
+__all__ = ["EXPIRED", "Approval", "ApprovalAnswer", "ask_approval"]
 
 
 class Approval(BaseModel):
@@ -26,6 +28,9 @@ class Approval(BaseModel):
 
 
 ApprovalAnswer = bool | Approval
+
+EXPIRED = Approval(approved=False, reason="nobody answered by the deadline")
+"""The answer of an approval that nobody answered within the deployment's ``approval_timeout``."""
 
 
 async def ask_approval(
@@ -40,5 +45,13 @@ async def ask_approval(
     if show:
         run.shown_tool_calls.add(call_id)
     # Keyed by the call id: parallel calls may reach their approvals in another order on replay.
-    answer = await run.interrupt("tool-approval", payload, answer=ApprovalAnswer, key=call_id, events=events)
+    answer = await run.interrupt(
+        "tool-approval",
+        payload,
+        answer=ApprovalAnswer,
+        key=call_id,
+        events=events,
+        timeout=run.approval_timeout,
+        default=EXPIRED,
+    )
     return answer if isinstance(answer, Approval) else Approval(approved=bool(answer))

@@ -333,7 +333,7 @@ class _JsonRpc:
             record = await self._waiting_task(request, incoming)
             if record.status == RunStatus.interrupted:
                 answer = input_from(incoming, lambda value: _fits_answer(record, value))
-                resumed = await self.gateway.resume(record.id, answer, wait=wait)
+                resumed = await self.gateway.resume(record.id, answer, wait=wait, request=request)
                 record = resumed if wait else await self.engine.get(record.id)
             else:  # working: the message goes to the run, which reads it with run.messages()
                 value = input_from(incoming, lambda value: isinstance(value, str))
@@ -355,7 +355,8 @@ class _JsonRpc:
             record = await self._waiting_task(request, incoming)
             after = await self.gateway.last_seq(record.id)
             if record.status == RunStatus.interrupted:
-                await self.gateway.resume(record.id, input_from(incoming, lambda value: _fits_answer(record, value)))
+                answer = input_from(incoming, lambda value: _fits_answer(record, value))
+                await self.gateway.resume(record.id, answer, request=request)
             else:  # working: the message goes to the run, as SendMessage's does
                 value = input_from(incoming, lambda value: isinstance(value, str))
                 await self.gateway.send(record.id, value, message_id=incoming.message_id)

@@ -124,6 +124,7 @@ def create_agent_unit(
     allowed_origins: Iterable[str] = (),
     allowed_hosts: Iterable[str] | None = None,
     a2a_default_agent: str | None = None,
+    require_answerer: bool = False,
     mcp: bool = True,
     ui: bool = False,
     buffered: bool | None = None,
@@ -147,7 +148,9 @@ def create_agent_unit(
     the deployment names itself or the request came over loopback, so DNS rebinding cannot
     act (default: the host's ``allowed_hosts``). ``a2a_default_agent`` is the
     agent a new A2A task on ``POST /a2a`` runs when its message names no skill (each agent
-    also has its own ``/agents/{name}/a2a``).
+    also has its own ``/agents/{name}/a2a``). ``require_answerer=True`` refuses (401) a resume
+    that names nobody: ``authorize`` returns the answerer's identity, or the request is
+    authenticated (``request.user``); every resume records who answered and when.
     ``mcp=False`` leaves out ``POST /mcp``; ``ui=True`` serves the approvals inbox at
     ``{base_path}/ui/`` (``authorize`` action ``"ui"``).
     ``buffered=True`` is for hosts that send a response only once it is complete (AWS Lambda's
@@ -212,6 +215,7 @@ def create_agent_unit(
         hosts=hosts,
         buffered=buffered,
         a2a_default_agent=a2a_default_agent,
+        require_answerer=require_answerer,
     )
     api = _Routes(
         gateway,
@@ -228,6 +232,7 @@ def create_agent_unit(
         "events": api.events,
         "resume": api.resume,
         "cancel": api.cancel,
+        "retry": api.retry,
         "healthz": api.healthz,
         "continue": api.continue_run,
         "sweep": api.sweep,
@@ -392,9 +397,14 @@ class _Routes:
         agent = request.path_params["agent"]
         try:
             body = await read_json(request, self.gateway.max_body_bytes)
-            unknown = sorted(set(body) - {"input", "thread_id"})
+            unknown = sorted(set(body) - {"input", "thread_id", "limits"})
             if unknown:
-                raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ...}}")
+                raise BadRequest(
+                    f"unknown field(s) {', '.join(unknown)}: send {{'input': ..., 'thread_id': ..., 'limits': ...}}"
+                )
+            limits = body.get("limits")
+            if limits is not None and not isinstance(limits, dict):
+                raise BadRequest("limits must be an object, e.g. {'total_tokens': 5000}")
             thread_id = body.get("thread_id")
             if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
                 raise BadRequest("thread_id must be a non-empty string")
@@ -404,10 +414,10 @@ class _Routes:
         # an unknown agent is authorized as if it existed: a refusal is the same for both
         await self.guard(request, "start", {"agent": agent, "thread_id": thread_id})
         if _wants_stream(request):  # the engine refuses an agent that is not here, or does not load
-            record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id)
+            record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, limits=limits)
             return self._stream(record.id, after=0)
         wait = self.gateway.waits(_flag(request, "wait"))
-        record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, wait=wait)
+        record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, wait=wait, limits=limits)
         return JSONResponse(record.public(), status_code=200 if wait else 202)
 
     async def list(self, request: Request) -> Response:
@@ -424,7 +434,10 @@ class _Routes:
         page = await self.engine.list(
             status=query.get("status"), agent=agent, thread_id=thread_id, limit=limit, cursor=cursor
         )
-        return JSONResponse({"runs": [run.public() for run in page.runs], "next_cursor": page.next_cursor})
+        body: dict[str, Any] = {"runs": [run.public() for run in page.runs], "next_cursor": page.next_cursor}
+        if thread_id is not None:  # the thread's totals: every run of it, not only this page's
+            body["thread_usage"] = await self.engine.thread_usage(thread_id)
+        return JSONResponse(body)
 
     async def run(self, request: Request) -> Response:
         return await (self.delete(request) if request.method == "DELETE" else self.get(request))
@@ -451,10 +464,10 @@ class _Routes:
             raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'answer': ...}}")
         if _wants_stream(request):
             after = await self.gateway.last_seq(record.id)
-            await self.gateway.resume(record.id, body.get("answer"))
+            await self.gateway.resume(record.id, body.get("answer"), request=request)
             return self._stream(record.id, after=after)
         wait = self.gateway.waits(_flag(request, "wait"))
-        resumed = await self.gateway.resume(record.id, body.get("answer"), wait=wait)
+        resumed = await self.gateway.resume(record.id, body.get("answer"), wait=wait, request=request)
         return JSONResponse(
             (resumed if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202
         )
@@ -463,6 +476,19 @@ class _Routes:
         record = await self._run(request, "cancel")
         refuse_non_json(request)
         return JSONResponse((await self.gateway.cancel(record.id)).public())
+
+    async def retry(self, request: Request) -> Response | SSEResponse:
+        record = await self._run(request, "retry")
+        refuse_non_json(request)
+        if _wants_stream(request):
+            after = await self.gateway.last_seq(record.id)
+            await self.gateway.retry(record.id)
+            return self._stream(record.id, after=after)
+        wait = self.gateway.waits(_flag(request, "wait"))
+        retried = await self.gateway.retry(record.id, wait=wait)
+        return JSONResponse(
+            (retried if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202
+        )
 
     async def delete(self, request: Request) -> Response:
         record = await self._run(request, "delete")

@@ -10,13 +10,16 @@ from typing import Any
 
 from starlette.requests import Request
 
-from .. import env
+from .. import env, jsontext
 from ..errors import Forbidden, Unauthorized
 
-__all__ = ["Authorize", "Forbidden", "Unauthorized", "check_secret", "load_authorize"]
+__all__ = ["Authorize", "Forbidden", "Unauthorized", "answerer", "check_secret", "load_authorize"]
 
-# authorize(request, action, run) -> bool; ``run`` is {"agent", "thread_id", "id"} as known
-Authorize = Callable[[Request, str, dict[str, Any]], "bool | Awaitable[bool]"]
+# authorize(request, action, run) -> bool, or the identity of who asks (a non-empty string: allowed);
+# ``run`` is {"agent", "thread_id", "id"} as known
+Authorize = Callable[[Request, str, dict[str, Any]], "bool | str | Awaitable[bool | str]"]
+
+MAX_IDENTITY = 256
 
 
 def load_authorize(value: Authorize | str | None) -> Authorize | None:
@@ -43,6 +46,38 @@ async def authorize(hook: Authorize | None, request: Request, action: str, run: 
         allowed = await allowed
     if not allowed:
         raise Forbidden(f"not allowed to {action.replace('_', ' ')}")
+    if isinstance(allowed, str):
+        request.state.agent_unit_identity = allowed
+
+
+def answerer(request: Request | None) -> str | None:
+    """Who is asking, as a resume records it: the identity ``authorize`` returned (a string), else
+    the request's authenticated user (Starlette's ``AuthenticationMiddleware``: ``request.user``),
+    else None. Shortened to 256 characters and scrubbed, so any identity can be stored."""
+    if request is None:
+        return None
+    identity: Any = getattr(request.state, "agent_unit_identity", None)
+    if identity is None and "user" in request.scope:
+        identity = _user_name(request.scope["user"])
+    if not isinstance(identity, str) or not identity:
+        return None
+    return jsontext.scrub(identity[:MAX_IDENTITY])
+
+
+def _user_name(user: Any) -> Any:
+    """An authenticated user's identity or display name (Starlette's ``BaseUser`` raises
+    ``NotImplementedError`` for what a user class leaves out)."""
+    for name in ("is_authenticated", "identity", "display_name"):
+        try:
+            value = getattr(user, name, None)
+        except NotImplementedError:
+            value = None
+        if name == "is_authenticated":
+            if not value:
+                return None
+        elif isinstance(value, str) and value:
+            return value
+    return None
 
 
 def production() -> bool:

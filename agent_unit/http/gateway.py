@@ -29,9 +29,9 @@ from starlette.requests import Request
 
 from ..agent import Agent
 from ..engine import RunEngine
-from ..errors import ForbiddenHost, ForbiddenOrigin, RunNotFound
+from ..errors import ForbiddenHost, ForbiddenOrigin, RunNotFound, Unauthorized
 from ..records import RunRecord
-from .auth import Authorize, authorize
+from .auth import Authorize, answerer, authorize
 from .hostnames import HostNames, arrived_at_loopback
 from .origins import Origins, same_host
 from .stream import StreamItem, read_stream
@@ -51,7 +51,8 @@ class Gateway:
     manifests and cards show it), ``max_body_bytes``, ``keepalive`` and ``poll_interval``
     (seconds, for streams), ``public_url`` (the deployment's own URL, or None), ``origins``
     (the browser origins that may call), ``hosts`` (the deployment's names, which ``Host``
-    must be), ``buffered`` (the host sends whole responses only) and ``a2a_default_agent``.
+    must be), ``buffered`` (the host sends whole responses only), ``a2a_default_agent`` and
+    ``require_answerer`` (a resume must say who answers: no anonymous answers).
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class Gateway:
         hosts: HostNames | None = None,
         buffered: bool = False,
         a2a_default_agent: str | None = None,
+        require_answerer: bool = False,
     ) -> None:
         self.engine = engine
         self.name = name
@@ -80,6 +82,7 @@ class Gateway:
         self.hosts = hosts if hosts is not None else HostNames(public_url)
         self.buffered = buffered
         self.a2a_default_agent = a2a_default_agent
+        self.require_answerer = require_answerer
 
     @property
     def agents(self) -> Mapping[str, Agent]:
@@ -164,16 +167,43 @@ class Gateway:
         answering: always on a buffered host, which freezes the process once it answers."""
         return wait or self.buffered
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
-        """Start a run of ``agent`` (authorize first); ``wait``: until it parks or ends (see :meth:`waits`)."""
-        return await self.engine.start(agent, input, thread_id=thread_id, wait=self.waits(wait))
+    async def start(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        wait: bool = False,
+        limits: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Start a run of ``agent`` (authorize first); ``wait``: until it parks or ends (see :meth:`waits`);
+        ``limits``: the run's own, within the deployment's (422 if one is over)."""
+        return await self.engine.start(agent, input, thread_id=thread_id, wait=self.waits(wait), limits=limits)
 
     async def resume(
-        self, run_id: str, answer: Any, *, interrupt_key: str | None = None, wait: bool = False
+        self,
+        run_id: str,
+        answer: Any,
+        *,
+        interrupt_key: str | None = None,
+        wait: bool = False,
+        request: Request | None = None,
     ) -> RunRecord:
         """Answer an interrupted run (authorize first); 422 if the answer does not fit, 409 if
-        it no longer waits (at ``interrupt_key``); ``wait``: see :meth:`waits`."""
-        return await self.engine.resume(run_id, answer, wait=self.waits(wait), interrupt_key=interrupt_key)
+        it no longer waits (at ``interrupt_key``); ``wait``: see :meth:`waits`.
+
+        The run records who answered (:func:`~agent_unit.http.auth.answerer` of ``request``) and
+        when; with ``require_answerer``, an answer from nobody known is refused (401).
+        """
+        by = answerer(request)
+        if by is None and self.require_answerer:
+            raise Unauthorized(
+                "this deployment records who answers, and this request names nobody: make authorize return "
+                "the answerer's identity (a string), or authenticate the request (request.user)"
+            )
+        return await self.engine.resume(
+            run_id, answer, wait=self.waits(wait), interrupt_key=interrupt_key, answered_by=by
+        )
 
     async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
         """Deliver a message to a run that has not ended (authorize first); 409 once it has."""
@@ -182,6 +212,11 @@ class Gateway:
     async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
         """Cancel a run that has not finished (authorize first); 409 once it has."""
         return await self.engine.cancel(run_id, interrupt_key=interrupt_key)
+
+    async def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Retry a failed run from the work that failed (authorize first); 409 unless it failed, or
+        when another retry won; ``wait``: see :meth:`waits`."""
+        return await self.engine.retry(run_id, wait=self.waits(wait))
 
     async def last_seq(self, run_id: str) -> int:
         """The seq of the run's last stored event: a stream started after it shows only what comes next."""

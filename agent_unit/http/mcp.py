@@ -298,7 +298,7 @@ class _Tools:
         if unknown or "answer" not in arguments:
             raise InvalidArgument(usage)
         key = arguments.get("interrupt")
-        return await self._gateway.resume(record.id, arguments["answer"], wait=True, interrupt_key=key)
+        return await self._gateway.resume(record.id, arguments["answer"], wait=True, interrupt_key=key, request=request)
 
 
 def _accepts_none(agent: Agent) -> bool:

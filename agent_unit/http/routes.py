@@ -60,6 +60,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(("GET",), "/runs/{run_id}/events", "events", "a run's events (SSE), from Last-Event-ID"),
     RouteSpec(("POST",), "/runs/{run_id}/resume", "resume", "answer a run's interrupt"),
     RouteSpec(("POST",), "/runs/{run_id}/cancel", "cancel", "cancel a live run"),
+    RouteSpec(("POST",), "/runs/{run_id}/retry", "retry", "retry a failed run from the work that failed"),
     RouteSpec(("GET",), "/healthz", "healthz", "200 while the store answers (outside authorize)"),
     RouteSpec(("POST",), "/__agent-unit/continue", "continue", "continue a run that yielded", internal=True),
     RouteSpec(("POST",), "/__agent-unit/sweep", "sweep", "wake due runs, recover lapsed ones", internal=True),

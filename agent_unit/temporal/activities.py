@@ -54,12 +54,13 @@ class RunActivities:
                 return GONE
 
     @activity.defn(name=RESUME)
-    async def resume(self, run_id: str, key: str, answer: Any) -> dict[str, Any]:
-        """Answer the interrupt ``key`` and execute the run on; on a retry, the answer is in already."""
+    async def resume(self, run_id: str, key: str, answer: Any, by: str | None = None) -> dict[str, Any]:
+        """Answer the interrupt ``key`` (``by``: who answered) and execute the run on; on a retry, the
+        answer is in already."""
         async with self._executing(run_id):
             try:
                 try:
-                    record = await self.engine.resume(run_id, answer, interrupt_key=key, wait=True)
+                    record = await self.engine.resume(run_id, answer, interrupt_key=key, wait=True, answered_by=by)
                 except (NotInterrupted, RunConflict):  # a retry: the first attempt saved the answer
                     record = await self.engine.advance(run_id)
             except RunNotFound:

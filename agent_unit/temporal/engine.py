@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..answers import check_answer
 from ..engine import RunEngine, SweepResult
 from ..errors import EngineUnavailable, NotInterrupted, RunConflict
+from ..limits import Limits
 from ..records import RunRecord, RunStatus
 from .settings import TemporalSettings
 from .workflow import AGENT, CONFLICT, RUN_WORKFLOW, STATUS, THREAD
@@ -84,10 +85,18 @@ class TemporalEngine(RunEngine):
         if self.runs_worker:
             await self.client()
 
-    async def start(self, agent: str, input: Any, *, thread_id: str | None = None, wait: bool = False) -> RunRecord:
+    async def start(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        wait: bool = False,
+        limits: Limits | Mapping[str, Any] | None = None,
+    ) -> RunRecord:
         """Store the run and start its workflow; ``EngineUnavailable`` (503, no run kept) if Temporal
         cannot be reached."""
-        record = await self.create(agent, input, thread_id=thread_id)
+        record = await self.create(agent, input, thread_id=thread_id, limits=limits)
         from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
         searchable = self.temporal.search_attributes
@@ -117,9 +126,16 @@ class TemporalEngine(RunEngine):
         return await self.wait(record.id) if wait else record
 
     async def resume(
-        self, run_id: str, answer: Any, *, wait: bool = False, interrupt_key: str | None = None
+        self,
+        run_id: str,
+        answer: Any,
+        *,
+        wait: bool = False,
+        interrupt_key: str | None = None,
+        answered_by: str | None = None,
     ) -> RunRecord:
-        """Answer the run's interrupt through its workflow's ``resume`` Update (see the module)."""
+        """Answer the run's interrupt through its workflow's ``resume`` Update (see the module);
+        ``answered_by`` goes with it, and the activity that takes the answer records it."""
         from temporalio.client import WorkflowUpdateFailedError
         from temporalio.service import RPCError
 
@@ -132,7 +148,7 @@ class TemporalEngine(RunEngine):
         check_answer(record, answer, limit=self.max_step_bytes)  # a bad answer: 422, nothing sent
         handle = (await self.client()).get_workflow_handle(run_id)
         try:
-            await handle.execute_update("resume", args=[key, answer])
+            await handle.execute_update("resume", args=[key, answer, answered_by])
         except WorkflowUpdateFailedError as exc:
             if getattr(exc.cause, "type", None) == CONFLICT:
                 raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
@@ -147,11 +163,11 @@ class TemporalEngine(RunEngine):
         record.status, record.interrupt = RunStatus.running, None
         return await self.wait(run_id, after=record.version) if wait else record
 
-    async def cancel(self, run_id: str, *, interrupt_key: str | None = None) -> RunRecord:
+    async def cancel(self, run_id: str, *, interrupt_key: str | None = None, settle: float = 5.0) -> RunRecord:
         """Save the run as cancelled, then cancel its workflow (which, if it is already cancelling, does nothing)."""
         from temporalio.service import RPCError
 
-        record = await super().cancel(run_id, interrupt_key=interrupt_key)
+        record = await super().cancel(run_id, interrupt_key=interrupt_key, settle=0)
         try:
             await (await self.client()).get_workflow_handle(run_id).cancel()
         except (RPCError, EngineUnavailable) as exc:
@@ -168,6 +184,12 @@ class TemporalEngine(RunEngine):
                 return record
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiter.wait(), 1.0 if self.tail.hearing else 0.05)
+
+    async def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
+        """Not with Temporal yet: a retry would execute the run outside its workflow."""
+        raise RunConflict(
+            f"run {run_id} cannot be retried with engine = 'temporal' yet: start a new run with the same input"
+        )
 
     async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
         """Nothing to sweep: Temporal's timers wake sleepers and its retries recover runs."""

@@ -56,7 +56,7 @@ class RunWorkflow:
 
     def __init__(self) -> None:
         self.waiting_at: str | None = None  # the interrupt the run is parked at, once an execution said so
-        self.answer: tuple[str, Any] | None = None  # the accepted answer, until an execution takes it
+        self.answer: tuple[str, Any, str | None] | None = None  # the accepted answer and who gave it, until taken
         self.taken: str | None = None  # the interrupt whose answer an execution took last
         self.answered: list[str] = []  # every interrupt answered: a late second answer is refused
         self.ended = False
@@ -85,9 +85,9 @@ class RunWorkflow:
                     self.waiting_at = key
                     await workflow.wait_condition(self._answered(key))
                     assert self.answer is not None
-                    answer = self.answer[1]
+                    _, answer, by = self.answer
                     self.answer, self.waiting_at, self.taken = None, None, key
-                    outcome = await self._execute(RESUME, [run_id, key, answer], heartbeat)
+                    outcome = await self._execute(RESUME, [run_id, key, answer, by], heartbeat)
                 else:  # queued (yielded at its budget) or still running: execute it on
                     outcome = await self._execute(ADVANCE, [run_id], heartbeat)
             self._show(outcome["status"])
@@ -120,10 +120,10 @@ class RunWorkflow:
         return result
 
     @workflow.update(name="resume")
-    async def resume(self, key: str, answer: Any) -> None:
-        """Answer the interrupt ``key``; returns once an execution took the answer."""
+    async def resume(self, key: str, answer: Any, by: str | None = None) -> None:
+        """Answer the interrupt ``key`` (``by``: who answered); returns once an execution took the answer."""
         self._check(key)  # again: several Updates may pass their validators before one runs
-        self.answer = (key, answer)
+        self.answer = (key, answer, by)
         self.answered.append(key)
         await workflow.wait_condition(lambda: self.ended or self.taken == key or self._mismatch(key))
         if self.taken != key:
@@ -132,7 +132,7 @@ class RunWorkflow:
             raise ApplicationError(f"the run no longer waits at {key}", type=CONFLICT, non_retryable=True)
 
     @resume.validator
-    def check_resume(self, key: str, answer: Any) -> None:
+    def check_resume(self, key: str, answer: Any, by: str | None = None) -> None:
         """Refuse, before anything is written, an answer when one was accepted already."""
         self._check(key)
 

@@ -72,7 +72,7 @@ async def test_a_parked_runs_interrupt_shows_no_module_path_and_its_answer_is_st
 ) -> None:
     parked = (await http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}})).json()
     interrupt = parked["interrupt"]
-    assert set(interrupt) == {"name", "key", "payload", "answer_schema"}
+    assert set(interrupt) == {"name", "key", "payload", "answer_schema", "expires_at"}
     assert "tests." not in json.dumps(parked) and "__main__" not in json.dumps(parked)
     assert camel_keys(parked) == []
     refused = await http.post(f"/runs/{parked['id']}/resume?wait=1", json={"answer": {"approved": "maybe"}})

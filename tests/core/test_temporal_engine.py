@@ -77,8 +77,11 @@ async def test_an_answer_for_another_interrupt_or_a_bad_one_leaves_the_run_parke
             await unit.resume(parked.id, True, interrupt_key="interrupt:second#0")
         assert (await unit.get(parked.id)).status.value == "interrupted"
 
-        second = await unit.resume(parked.id, True, wait=True, interrupt_key=parked.interrupt.key)
+        second = await unit.resume(
+            parked.id, True, wait=True, interrupt_key=parked.interrupt.key, answered_by="alice@example.com"
+        )
         assert second.interrupt is not None and second.interrupt.name == "second"
+        assert [(a.interrupt, a.by) for a in second.answers] == [("first", "alice@example.com")]  # who answered
         with pytest.raises(RunConflict):  # the first interrupt's answer, sent again late
             await unit.resume(parked.id, True, interrupt_key=parked.interrupt.key)
         done = await unit.resume(parked.id, False, wait=True)

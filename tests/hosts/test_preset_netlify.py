@@ -71,6 +71,7 @@ PUBLIC_PATHS = [
     "/runs/{run_id}/events",
     "/runs/{run_id}/resume",
     "/runs/{run_id}/cancel",
+    "/runs/{run_id}/retry",
     "/healthz",
     "/agents/{agent}/ag-ui",
     *(

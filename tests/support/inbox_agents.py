@@ -146,6 +146,23 @@ async def broken(input: str, run: Run) -> str:
     return str(totals["missing"])
 
 
+def transient_fetch(step: StepContext) -> str:
+    if step.attempt == 1:  # a transient outage: the first attempt fails, a retry succeeds
+        raise ConnectionError("the upstream API did not answer")
+    return "fetched"
+
+
+@define_agent(description="Fails in a step on its first attempt; a retry goes on from that step.")
+async def transient(input: str, run: Run) -> str:
+    await run.step("prepare", lambda: "prepared")
+    return await run.step("fetch", transient_fetch)
+
+
+def as_reviewer(request: Any, action: str, run: dict[str, Any]) -> str:
+    """An ``authorize`` that lets everyone in and names who asks (a real one reads a session)."""
+    return request.headers.get("x-reviewer", "reviewer@example.com")  # type: ignore[no-any-return]
+
+
 AGENTS: dict[str, Any] = {
     "refund": refund,
     "chatty": chatty,
@@ -159,4 +176,5 @@ AGENTS: dict[str, Any] = {
     "broken": broken,
     "slow": slow,
     "crashy": crashy,
+    "transient": transient,
 }

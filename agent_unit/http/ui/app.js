@@ -362,7 +362,18 @@ function renderFacts(section, run) {
     ["Updated", when(run.updated_at)],
   ];
   if (run.wake_at) rows.push(["Wakes", when(run.wake_at)]);
+  if (run.interrupt && run.interrupt.expires_at) rows.push(["Answer by", when(run.interrupt.expires_at)]);
+  if (run.settling && run.settling.length) rows.push(["Still running", `step ${run.settling.join(", ")} (cancelled; settling)`]);
+  if (run.retry) rows.push(["Retried", `${run.retry.count} time${run.retry.count === 1 ? "" : "s"}, last ${new Date(run.retry.at).toLocaleString()}`]);
+  for (const answer of run.answers || []) {
+    rows.push([`Answered ${answer.interrupt}`, answer.expired
+      ? h("span", { class: "answered" }, `nobody (expired ${new Date(answer.at).toLocaleString()})`)
+      : h("span", { class: "answered" }, `${answer.by ?? "anonymous"}, ${new Date(answer.at).toLocaleString()}`)]);
+  }
   const buttons = h("div", { class: "actions" });
+  if (run.status === "failed") {
+    buttons.append(h("button", { type: "button", onclick: () => act(run, "retry") }, "Retry from the failed step"));
+  }
   if (LIVE.includes(run.status)) {
     buttons.append(h("button", { type: "button", class: "danger", onclick: () => act(run, "cancel") }, "Cancel run"));
   } else {
@@ -409,10 +420,18 @@ function errorView(error) {
 }
 
 async function act(run, action) {
-  const question = action === "cancel" ? `Cancel run ${run.id}?` : `Delete run ${run.id} and its history?`;
-  if (!confirm(question)) return;
+  const questions = {
+    cancel: `Cancel run ${run.id}?`,
+    retry: `Retry run ${run.id} from the step that failed, with the code deployed now?`,
+    delete: `Delete run ${run.id} and its history?`,
+  };
+  if (!confirm(questions[action])) return;
   try {
-    if (action === "cancel") {
+    if (action === "retry") {
+      await api(`runs/${encodeURIComponent(run.id)}/retry`, { method: "POST" });
+      say("Run retried");
+      route();
+    } else if (action === "cancel") {
       await api(`runs/${encodeURIComponent(run.id)}/cancel`, { method: "POST" });
       say("Run cancelled");
       route();

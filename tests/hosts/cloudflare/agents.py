@@ -87,7 +87,21 @@ async def keeper(input: str, run: Run) -> str:
     return await run.step("read", lambda: env["AGENT_UNIT_SECRET"])
 
 
-AGENTS = {"refund": refund, "napper": napper, "stuck": stuck, "long": long, "dawdler": dawdler, "keeper": keeper}
+@define_agent
+async def approver(input: str, run: Run) -> str:
+    approved = await run.interrupt("approve", {"for": input}, answer=bool, timeout="2d", default=False)
+    return f"{input}: {'approved' if approved else 'nobody answered'}"
+
+
+AGENTS = {
+    "refund": refund,
+    "napper": napper,
+    "stuck": stuck,
+    "long": long,
+    "dawdler": dawdler,
+    "keeper": keeper,
+    "approver": approver,
+}
 
 
 async def digest(name: str, scheduled_at: datetime) -> None:

@@ -110,6 +110,22 @@ async def test_a_sleep_is_woken_by_the_run_objects_alarm(deployment: Deployment)
     assert deployment.sim.alarms() == {}  # finished, no retention: nothing left to wake
 
 
+async def test_an_interrupt_deadline_is_the_run_objects_alarm(deployment: Deployment) -> None:
+    deployment.boot()
+    started = await deployment.json("POST", "/agents/approver/runs?wait=1", {"input": "leave"})
+    assert started["status"] == "interrupted" and started["interrupt"]["expires_at"]
+    (alarm,) = deployment.sim.alarms().values()
+    assert alarm == pytest.approx((deployment.clock.time() + 2 * 86400) * 1000, abs=1)
+
+    assert await deployment.sim.deliver_alarms() == 0  # not due yet
+    deployment.advance(2 * 86400)
+    deployment.boot()  # the object was evicted meanwhile
+    assert await deployment.sim.deliver_alarms() == 1
+    done = await deployment.json("GET", f"/runs/{started['id']}")
+    assert done["status"] == "completed" and done["output"] == "leave: nobody answered"
+    assert done["answers"][0]["expired"] is True
+
+
 async def test_an_alarm_delivered_twice_repeats_no_completed_step(deployment: Deployment) -> None:
     deployment.boot()
     started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "owl"})
