@@ -51,6 +51,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # one while the others wait. (pytest-xdist's own order, most tests first, put the modules of one
 # or two long tests last.)
 HEAVIEST = (
+    "tests/hosts/test_server_google_adk.py",
+    "tests/hosts/test_server_google_adk_lambda.py",
+    "tests/hosts/test_server_google_adk_vercel.py",
     "tests/hosts/test_preset_server_app.py",
     "tests/hosts/test_build_deps.py",
     "tests/examples/test_example_universal.py",

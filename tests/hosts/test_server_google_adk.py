@@ -9,23 +9,17 @@ own API is driven through a session, as a client of ``adk api_server`` would:
   (the session is in a SQLite file in the working directory's ``.agent-unit/``);
 - docker: what the Dockerfile copies, its CMD run with the image's ENV (no Docker engine here),
   the sessions in the image's writable ``.agent-unit/`` folder;
-- aws-lambda: the unpacked zip, each invocation a new ``python -I -S`` process taking a real
-  Function URL event, with the sessions in a real Postgres (a cold container reads the session
-  another wrote);
-- vercel: an instance started as Vercel's functions runtime starts one, then a second one that
-  reads the session the first wrote to Postgres;
+- aws-lambda and vercel: in test_server_google_adk_lambda.py and _vercel.py (each its own
+  module, so the three builds run side by side);
 - what the build refuses: in-memory or local sessions on a serverless host, a Worker (naming
   the packages), the engine's settings beside the server preset, an unknown server preset.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,118 +27,13 @@ from typing import Any
 import httpx
 import pytest
 
-from ..support.server import free_port
-from ..support.servers import PostgresServer
+from ..support.google_adk_server import USER, Started, built, message, project, refused, texts
 from . import test_preset_vercel
-from .test_preset_server_app import cold_container, dockerfile, http_event
-from .test_preset_vercel import FUNCTION, Instance
+from .test_preset_server_app import dockerfile
 
 pytestmark = pytest.mark.slow  # builds a preset's output with pip and starts it in a subprocess
 
 function_python = test_preset_vercel.function_python  # the fixture: a Python 3.12+ for Vercel's runtime
-
-AGENT = '''from google.adk.agents import Agent
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse
-from google.genai import types
-
-
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-class Offline(BaseLlm):
-    """Calls add(2, 3) once, then says what the tool answered: no network, no key."""
-
-    async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False):
-        last = llm_request.contents[-1]
-        answered = [part.function_response.response for part in last.parts or [] if part.function_response]
-        if answered:
-            part = types.Part(text=f"the sum is {answered[0]['result']}")
-        else:
-            part = types.Part(function_call=types.FunctionCall(name="add", args={"a": 2, "b": 3}, id="call_1"))
-        yield LlmResponse(content=types.Content(role="model", parts=[part]))
-
-
-root_agent = Agent(name="helper", model=Offline(model="offline"), instruction="Add numbers.", tools=[add])
-'''
-
-USER = "u1"
-
-
-def project(folder: Path, config: str) -> Path:
-    agent = folder / "agents" / "helper"
-    agent.mkdir(parents=True)
-    (agent / "__init__.py").write_text("from . import agent\n")
-    (agent / "agent.py").write_text(AGENT)
-    (folder / "agent-unit.toml").write_text(config)
-    return folder
-
-
-def build(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agent_unit_cli", "build", "--root", str(root), "--json", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
-def built(root: Path, *args: str) -> dict[str, Any]:
-    done = build(root, *args)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-
-def refused(root: Path, *args: str) -> str:
-    done = build(root, *args)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr
-    return done.stderr + done.stdout
-
-
-def message(text: str) -> dict[str, Any]:
-    return {"role": "user", "parts": [{"text": text}]}
-
-
-def texts(events: list[dict[str, Any]]) -> list[str]:
-    return [part["text"] for event in events for part in event["content"]["parts"] if part.get("text")]
-
-
-class Started:
-    """``python -I -S main.py`` in a built folder, stopped by the test that starts it."""
-
-    def __init__(self, folder: Path, log: Path, env: dict[str, str] | None = None) -> None:
-        self.folder, self.log, self.image_env = folder, log, env or {}
-        self.url = ""
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Started:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        env = {**self.image_env, "PATH": os.environ["PATH"], "HOST": "127.0.0.1", "PORT": str(port)}
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "main.py"], cwd=self.folder, env=env, stdout=out, stderr=out
-            )
-        for _ in range(600):
-            try:
-                if httpx.get(f"{self.url}/list-apps", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            subprocess.run(["sleep", "0.1"], check=True)
-        raise AssertionError(f"ADK's app did not answer: {self.log.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -230,66 +119,6 @@ def test_the_docker_images_cmd_run_locally_serves_adks_api_with_the_sessions_in_
     finally:
         server.stop()
     assert (workdir / ".agent-unit" / "adk-sessions.db").is_file()  # where a volume keeps them
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        server.remove()
-
-
-def test_an_unpacked_lambda_zip_serves_adks_api_with_sessions_in_postgres(
-    tmp_path: Path, postgres: PostgresServer
-) -> None:
-    config = '[server]\npreset = "google-adk"\nsession_service_uri = "postgresql+psycopg://${ADK_DATABASE}"\n'
-    root = project(tmp_path / "project", config)  # the secret is not set at build: the app reads it where it runs
-    result = built(root, "--preset", "aws-lambda")
-    folder = tmp_path / "function"
-    with zipfile.ZipFile(Path(result["output"]) / "function.zip") as archive:
-        archive.extractall(folder)
-    env = {"ADK_DATABASE": postgres.url.removeprefix("postgresql://")}
-    log = tmp_path / "log"
-
-    made = cold_container(folder, log, http_event(f"/apps/helper/users/{USER}/sessions", "POST", {}), env=env)[0]
-    assert made["statusCode"] == 200, made
-    session = json.loads(made["body"])["id"]
-    run = {"app_name": "helper", "user_id": USER, "session_id": session, "new_message": message("add")}
-    answered = cold_container(folder, log, http_event("/run", "POST", run), env=env)[0]
-    assert answered["statusCode"] == 200, answered
-    assert texts(json.loads(answered["body"])) == ["the sum is 5"]
-
-    read = cold_container(folder, log, http_event(f"/apps/helper/users/{USER}/sessions/{session}"), env=env)[0]
-    assert texts(json.loads(read["body"])["events"]) == ["add", "the sum is 5"]
-
-
-def test_a_vercel_instance_serves_adks_api_and_another_instance_reads_the_session_from_postgres(
-    tmp_path: Path, postgres: PostgresServer, function_python: tuple[str, str]
-) -> None:
-    config = '[server]\npreset = "google-adk"\nsession_service_uri = "postgresql+psycopg://${ADK_DATABASE}"\n'
-    root = project(tmp_path / "project", config)
-    built(root, "--preset", "vercel", "--python", function_python[1])
-    folder = root / ".vercel" / "output" / FUNCTION
-    env = {"ADK_DATABASE": postgres.url.removeprefix("postgresql://")}
-
-    first = Instance(folder, function_python[0], env).start()
-    try:
-        session = httpx.post(f"{first.url}/apps/helper/users/{USER}/sessions", json={}).json()["id"]
-        run = {"app_name": "helper", "user_id": USER, "session_id": session, "new_message": message("add")}
-        answered = httpx.post(f"{first.url}/run", json=run, timeout=60)
-        assert answered.status_code == 200, first.logs()
-        assert texts(answered.json()) == ["the sum is 5"]
-    finally:
-        first.stop()
-    second = Instance(folder, function_python[0], env).start()  # a new instance: nothing kept in memory
-    try:
-        read = httpx.get(f"{second.url}/apps/helper/users/{USER}/sessions/{session}").json()
-        assert texts(read["events"]) == ["add", "the sum is 5"], second.logs()
-    finally:
-        second.stop()
 
 
 @pytest.mark.parametrize(
