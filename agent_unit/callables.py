@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import types
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .codec import UNTYPED
@@ -18,7 +18,7 @@ from .threads import inline, run_in_thread, run_inline
 if TYPE_CHECKING:
     from .execution import Execution
 
-__all__ = ["call", "is_async", "return_annotation", "wants_context"]
+__all__ = ["call", "is_async", "return_annotation", "start", "wants_context"]
 
 _arity: dict[Any, bool] = {}
 _returns: dict[Any, Any] = {}
@@ -109,3 +109,19 @@ async def call(
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def start(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    *,
+    threads: bool,
+    abandoned: str = "",
+    execution: Execution | None = None,
+) -> Awaitable[Any]:
+    """What :func:`call` awaits, without its coroutine around an ``async def``'s own (the common step):
+    awaiting ``start(...)`` is ``await call(...)`` with one coroutine fewer per step."""
+    if type(fn) is types.FunctionType and fn.__code__.co_flags & inspect.CO_COROUTINE:
+        awaitable: Awaitable[Any] = fn(*args)
+        return awaitable
+    return call(fn, args, threads=threads, abandoned=abandoned, execution=execution)
