@@ -6,10 +6,9 @@ module is for adapters, hosts and the engine's own parts, and says so where it i
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-from .agent import Agent, define_agent
-from .engine import RunEngine
 from .errors import (
     AgentNotFound,
     AgentUnitError,
@@ -21,25 +20,46 @@ from .errors import (
     StepResultError,
     UnstorableValue,
 )
-from .host import Host, use_host
-from .parks import Park
-from .records import RunRecord, RunStatus
-from .retry import RetryPolicy
-from .run import Run, StepContext, use_run
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what __getattr__ returns, for type checkers and editors
+    from .agent import Agent, define_agent
+    from .engine import RunEngine
+    from .host import Host, use_host
     from .http import create_agent_unit
+    from .parks import Park
+    from .records import RunRecord, RunStatus
+    from .retry import RetryPolicy
+    from .run import Run, StepContext, use_run
+
+# Each name is imported at its first use: the engine and the records import pydantic, the HTTP
+# layer Starlette, so a host shim (a Lambda handler) that imports ``agent_unit.hosts.aws_lambda``
+# at a cold start pays for none of them until its first invocation builds the app.
+_LAZY = {
+    "Agent": "agent",
+    "define_agent": "agent",
+    "RunEngine": "engine",
+    "Host": "host",
+    "use_host": "host",
+    "create_agent_unit": "http",
+    "Park": "parks",
+    "RunRecord": "records",
+    "RunStatus": "records",
+    "RetryPolicy": "retry",
+    "Run": "run",
+    "StepContext": "run",
+    "use_run": "run",
+}
 
 
 def __getattr__(name: str) -> object:
-    # The HTTP layer imports Starlette: only code that serves HTTP pays for it.
-    if name == "create_agent_unit":
-        from .http import create_agent_unit
-
-        return create_agent_unit
-    raise AttributeError(f"module 'agent_unit' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_unit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next use is a plain attribute
+    return value
 
 
 __all__ = [

@@ -46,11 +46,25 @@ def resolve_type_ref(ref: str, schema: dict[str, Any] | None) -> Any:
     try:
         for part in qualname.split("."):
             found = getattr(found, part)
-        if not isinstance(found, type) or TypeAdapter(found).json_schema() != schema:
+        if not isinstance(found, type) or _schema_of(found) != schema:
             return None
     except Exception:  # noqa: BLE001 - anything odd: fall back to the stored schema
         return None
     return found
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter_of(cls: type) -> TypeAdapter[Any]:
+    """One ``TypeAdapter`` per answer class (a resume validates each answer with it)."""
+    return TypeAdapter(cls)
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_of(cls: type) -> dict[str, Any]:
+    """``cls``'s JSON Schema, built once per class: pydantic builds it anew for each call (measured:
+    0.75 ms, a third of a resume's time, for a two-field model). Only compared, never handed out."""
+    schema: dict[str, Any] = _adapter_of(cls).json_schema()
+    return schema
 
 
 @functools.lru_cache(maxsize=256)
@@ -80,7 +94,7 @@ def check_answer(record: RunRecord, answer: Any, *, limit: int | None = None) ->
     answer_type = resolve_type_ref(interrupt.answer_type, interrupt.answer_schema) if interrupt.answer_type else None
     if answer_type is not None:
         try:
-            TypeAdapter(answer_type).validate_json(text)
+            _adapter_of(answer_type).validate_json(text)
         except ValidationError as exc:
             errors = exc.errors(include_url=False, include_context=False)
             details = [{"loc": list(error["loc"]), "msg": error["msg"]} for error in errors]

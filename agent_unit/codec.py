@@ -27,6 +27,9 @@ UNTYPED: Any = object()
 data (dicts, lists, strings, numbers). Pass a type instead to have the value rebuilt as it."""
 
 _adapters: dict[Any, TypeAdapter[Any]] = {}
+_SAME_AFTER_JSON = frozenset({int, str, bool, type(None)})
+"""Types whose values read back from their JSON text as equal values of the same type, typed as
+themselves or untyped (a float is not among them: typed, pydantic writes NaN as ``null``)."""
 _schemas: dict[Any, dict[str, Any]] = {}
 
 
@@ -105,6 +108,8 @@ def encode(value: Any, annotation: Any, what: str, limit: int) -> tuple[str, Any
             "Keep large data out of the journal: store it elsewhere (a file, a bucket, a table) "
             "and return its key from the step."
         )
+    if type(value) in _SAME_AFTER_JSON and (annotation is UNTYPED or annotation is type(value)) and size < 1000:
+        return text, value  # reads back as itself (a no-op step's 1, a name, a flag): no decode needed
     try:
         return text, decode(text, annotation)
     except ValidationError as exc:

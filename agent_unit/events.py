@@ -39,6 +39,8 @@ _loose = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _STEP_EVENTS = frozenset({"STEP_STARTED", "STEP_FINISHED"})
 _STEP_KEYS = ("type", "stepName", "timestamp")
 _STEP_EVENT = '{"type":"%s","stepName":%s,"timestamp":%d}'
+_names: dict[str, str] = {}  # step names as JSON strings: a run's steps repeat a few names
+_MAX_NAMES = 4096
 
 
 def dumps(value: Any) -> str:
@@ -54,7 +56,12 @@ def dumps(value: Any) -> str:
     if type(value) is dict and len(value) == 3 and tuple(value) == _STEP_KEYS:
         kind, name, stamp = value["type"], value["stepName"], value["timestamp"]
         if type(kind) is str and kind in _STEP_EVENTS and type(name) is str and type(stamp) is int:
-            text = _STEP_EVENT % (kind, _encoder.encode(name), stamp)
+            quoted = _names.get(name)
+            if quoted is None:
+                if len(_names) >= _MAX_NAMES:
+                    _names.clear()
+                quoted = _names[name] = _encoder.encode(name)
+            text = _STEP_EVENT % (kind, quoted, stamp)
             return text if text.isascii() else scrub(text)
     try:
         text = _encoder.encode(value)

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from . import env, jsontext
 from .answers import type_ref
-from .callables import call, return_annotation, wants_context
+from .callables import return_annotation, start, wants_context
 from .clock import to_datetime, to_epoch
 from .codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
 from .deadlines import expired_at
@@ -373,11 +373,9 @@ class Run:
         """
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"run.step(retry=...) takes a RetryPolicy, not {type(retry).__name__}")
-        return self._step(self.next_key("step", name), name, fn, retry)
-
-    async def _step(self, key: str, name: str, fn: Callable[..., Any], retry: RetryPolicy | None) -> Any:
-        return await self.journaled(
-            key,
+        # The coroutine of journaled() itself, not one awaiting it: a step is one coroutine fewer.
+        return self.journaled(
+            self.next_key("step", name),
             name,
             fn,
             None,
@@ -469,7 +467,7 @@ class Run:
             try:
                 while True:
                     try:
-                        result = await call(fn, args, threads=STEP_THREADS, abandoned=name, execution=execution)
+                        result = await start(fn, args, threads=STEP_THREADS, abandoned=name, execution=execution)
                         break
                     except Exception as exc:
                         if retry is None or not retry.retries(exc, attempt):

@@ -107,11 +107,17 @@ def _store_driver(scheme: str) -> list[str]:
 
 def _pinned(name: str) -> str:
     """``name`` (with its extras: ``psycopg[binary]``) at the version installed here (the one tested
-    with), or unpinned when it is not installed."""
+    with), or unpinned when it is not installed.
+
+    ``name; marker`` keeps its environment marker (``httptools; platform_python_implementation == "CPython"``).
+    """
+    name, _, marker = name.partition(";")
+    name, marker = name.strip(), marker.strip()
     try:
-        return f"{name}=={importlib.metadata.version(name.split('[', 1)[0])}"
+        pinned = f"{name}=={importlib.metadata.version(name.split('[', 1)[0])}"
     except importlib.metadata.PackageNotFoundError:
-        return name
+        pinned = name
+    return f"{pinned}; {marker}" if marker else pinned
 
 
 def _mcp(config: Config, requirements: list[str]) -> list[str]:

@@ -19,6 +19,10 @@ warm-up (20 steps / 5 runs / a 20-step replay) first.
   this schema, so ``steps`` minus ``append`` is what the engine's Python costs per step. It
   also counts the WAL pages one such commit writes, next to a raw one-insert commit.
 
+Beside the wall-clock rate, ``cpu_us_per_step`` (``cpu_us_per_run``) is the process time of the
+timed part per step (per run), every thread's (sync steps' worker threads, the checkpointer): what
+a faster disk changes little, so a slower runtime is told apart from a faster disk.
+
 ``--profile`` (steps only) adds a cProfile of one more, untimed, N-step run to the JSON.
 ``--step-fn sync`` (steps only) makes the no-op a sync function, which agent-unit runs in a
 worker thread: the row shows what that thread hop costs.
@@ -248,9 +252,9 @@ async def bench_steps(path: Path, n: int, synchronous: str, profile: bool, agent
     engine = RunEngine(AGENTS, store)
     try:
         check(await engine.start(agent, WARMUP_STEPS, wait=True), WARMUP_STEPS)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         record = await engine.start(agent, n, wait=True)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         check(record, n)
         journaled = store._db.execute("SELECT count(*) FROM journal WHERE run_id = ?", (record.id,)).fetchone()[0]
         if journaled != n:
@@ -263,6 +267,7 @@ async def bench_steps(path: Path, n: int, synchronous: str, profile: bool, agent
             "seconds": seconds,
             "per_sec": n / seconds,
             "us_per_step": seconds / n * 1e6,
+            "cpu_us_per_step": cpu / n * 1e6,
             "commits": trace.commits,
             "commits_per_step": trace.commits / n,
             "statements_per_step": len(trace.statements) / n,
@@ -287,17 +292,18 @@ async def bench_runs(path: Path, n: int, synchronous: str) -> dict[str, Any]:
     try:
         for i in range(WARMUP_RUNS):
             check(await engine.start("one_step", i, wait=True), 1)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for i in range(n):
             record = await engine.start("one_step", i, wait=True)
             if record.status != RunStatus.completed:
                 raise RuntimeError(f"run {record.id} ended {record.status.value}")
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         with Trace(store._db) as trace:  # untimed: one more run, traced
             check(await engine.start("one_step", 7, wait=True), 1)
         return {
             "seconds": seconds,
             "per_sec": n / seconds,
+            "cpu_us_per_run": cpu / n * 1e6,
             "commits_per_run": trace.commits,
             "statements_per_run": len(trace.statements),
             "actual_pragmas": pragmas(store._db),
@@ -403,9 +409,9 @@ async def bench_append(path: Path, n: int, synchronous: str) -> dict[str, Any]:
                 await store.append(record.id, owner="bench", journal=(entry,), events=(started, finished))
 
         await write(0, WARMUP_STEPS)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         await write(WARMUP_STEPS, n)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         with Trace(store._db) as trace:
             await write(WARMUP_STEPS + n, 1)
         with WalPages(store._db, store) as wal:
@@ -414,6 +420,7 @@ async def bench_append(path: Path, n: int, synchronous: str) -> dict[str, Any]:
             "seconds": seconds,
             "per_sec": n / seconds,
             "us_per_step": seconds / n * 1e6,
+            "cpu_us_per_step": cpu / n * 1e6,
             "statements_per_step": len(trace.statements),
             "sql": trace.statements,
             "wal_pages_per_commit": wal.pages / PAGE_SAMPLE,

@@ -210,11 +210,46 @@ def measure(selected: list[Case], settings: Settings, peers: Path | None, tmp: P
                 print(f"{label}: FAILED ({exc})", file=sys.stderr)
                 continue
             outcomes[case.key].results.append(result)
-            print(f"{label}: {result['per_sec']:,.0f}/s", file=sys.stderr)
+            cpu = result.get("cpu_us_per_step", result.get("cpu_us_per_run"))
+            shown = "" if cpu is None else f", CPU {cpu:.1f} µs"
+            print(f"{label}: {result['per_sec']:,.0f}/s{shown}", file=sys.stderr)
     return outcomes
 
 
 # -- the report ---------------------------------------------------------------------------
+
+
+def fdatasync_ms(folder: Path, samples: int = 40) -> list[float]:
+    """The host disk's sync time: a 4 KiB append then ``fdatasync`` (``fsync`` where there is none), in ms.
+
+    Measured in the benchmark's own temp folder (the disk the databases are on). The raw loop's rate
+    at FULL is bound by it, and a checkpoint syncs twice, so a reader can tell a faster disk from a
+    slower runtime by this figure and the CPU time per step beside each rate.
+    """
+    sync = getattr(os, "fdatasync", os.fsync)
+    path = folder / "fdatasync.probe"
+    block = os.urandom(4096)
+    times: list[float] = []
+    with open(path, "wb", buffering=0) as probe:
+        for i in range(samples + 3):  # the first syncs allocate the file: not counted
+            probe.write(block)
+            t0 = time.perf_counter()
+            sync(probe.fileno())
+            if i >= 3:
+                times.append((time.perf_counter() - t0) * 1000)
+    path.unlink()
+    return times
+
+
+def cpu_us(outcome: Outcome | None, field: str = "cpu_us_per_step") -> float | None:
+    """The median process time per step (or run) over the repeats, if the case reports it."""
+    values = [r[field] for r in outcome.results if field in r] if outcome is not None else []
+    return statistics.median(values) if values else None
+
+
+def cpu_text(outcome: Outcome | None, field: str = "cpu_us_per_step") -> str:
+    value = cpu_us(outcome, field)
+    return "-" if value is None else f"{value:.1f} µs"
 
 
 def cpu_model() -> str:
@@ -303,6 +338,7 @@ def report(
     command: str,
     elapsed: float,
     profile: dict[str, Any] | None,
+    syncs: list[float],
 ) -> str:
     o = outcomes.get
     lines: list[str] = [
@@ -323,6 +359,10 @@ def report(
         f"- SQLite: {sqlite3.sqlite_version}",
         f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; agent-unit at {git_state()}",
         f"- Wall time of the whole benchmark: {elapsed:.0f} s",
+        f"- Disk: fdatasync of a 4 KiB append in the benchmark's temp folder {statistics.median(syncs):.2f} ms"
+        f" median ({min(syncs):.2f} to {max(syncs):.2f} ms, {len(syncs)} samples before and after the cases)"
+        if syncs
+        else "- Disk: fdatasync not measured",
         "",
         "## Settings",
         "",
@@ -364,26 +404,33 @@ def report(
     lines += [
         "## Results (median per second)",
         "",
-        "| system | setup | steps/s NORMAL | steps/s FULL | runs/s NORMAL | runs/s FULL |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
-        f"| agent-unit | SQLiteStore, WAL | {rate(o('au-steps-normal'))} | {rate(o('au-steps-full'))}"
-        f" | {rate(o('au-runs-normal'))} | {rate(o('au-runs-full'))} |",
+        "CPU is the process time per step (per run for runs/s) of the timed part, every thread's; a disk"
+        " changes it little, so a rate that moves while the CPU stays is the disk's doing.",
+        "",
+        "| system | setup | steps/s NORMAL | CPU/step NORMAL | steps/s FULL | CPU/step FULL | runs/s NORMAL"
+        " | CPU/run NORMAL | runs/s FULL |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| agent-unit | SQLiteStore, WAL | {rate(o('au-steps-normal'))} | {cpu_text(o('au-steps-normal'))}"
+        f" | {rate(o('au-steps-full'))} | {cpu_text(o('au-steps-full'))} | {rate(o('au-runs-normal'))}"
+        f" | {cpu_text(o('au-runs-normal'), 'cpu_us_per_run')} | {rate(o('au-runs-full'))} |",
         f"| agent-unit | SQLiteStore, WAL, sync no-op steps (worker thread) | {rate(o('au-sync-steps-normal'))}"
+        f" | {cpu_text(o('au-sync-steps-normal'))} | - | - | - | - | - |",
+        f"| raw SQLite | 1 INSERT + COMMIT per step, WAL | {rate(o('raw-steps-normal'))}"
+        f" | {cpu_text(o('raw-steps-normal'))} | {rate(o('raw-steps-full'))} | {cpu_text(o('raw-steps-full'))}"
         " | - | - | - |",
-        f"| raw SQLite | 1 INSERT + COMMIT per step, WAL | {rate(o('raw-steps-normal'))} | {rate(o('raw-steps-full'))}"
-        " | - | - |",
         f"| raw SQLite | the same, WAL checkpoints in a worker thread | {rate(o('raw-thread-steps-normal'))}"
-        " | - | - | - |",
-        f"| DBOS | WAL + same synchronous | {rate(o('dbos-wal-steps-normal'))} | {rate(o('dbos-wal-steps-full'))}"
-        f" | {rate(o('dbos-wal-runs-normal'))} | {rate(o('dbos-wal-runs-full'))} |",
-        f"| DBOS | as shipped (rollback journal, FULL) | - | {rate(o('dbos-shipped-steps'))}"
-        f" | - | {rate(o('dbos-shipped-runs'))} |",
-        f"| LangGraph | SqliteSaver, loop, sync durability | {rate(o('lg-steps-normal'))} | {rate(o('lg-steps-full'))}"
-        f" | {rate(o('lg-runs-normal'))} | {rate(o('lg-runs-full'))} |",
+        f" | {cpu_text(o('raw-thread-steps-normal'))} | - | - | - | - | - |",
+        f"| DBOS | WAL + same synchronous | {rate(o('dbos-wal-steps-normal'))} | - | {rate(o('dbos-wal-steps-full'))}"
+        f" | - | {rate(o('dbos-wal-runs-normal'))} | - | {rate(o('dbos-wal-runs-full'))} |",
+        f"| DBOS | as shipped (rollback journal, FULL) | - | - | {rate(o('dbos-shipped-steps'))}"
+        f" | - | - | - | {rate(o('dbos-shipped-runs'))} |",
+        f"| LangGraph | SqliteSaver, loop, sync durability | {rate(o('lg-steps-normal'))} | -"
+        f" | {rate(o('lg-steps-full'))} | - | {rate(o('lg-runs-normal'))} | - | {rate(o('lg-runs-full'))} |",
         f"| LangGraph | SqliteSaver, chain (N = {settings.chain}), sync durability | {rate(o('lg-chain-steps-normal'))}"
-        " | - | - | - |",
+        " | - | - | - | - | - | - |",
         "",
     ]
+    lines += cpu_section(outcomes, syncs)
     replay_n, replay_f = o("au-replay-normal"), o("au-replay-full")
     replay_lines = []
     for label, outcome in (("NORMAL", replay_n), ("FULL", replay_f)):
@@ -529,6 +576,45 @@ def report(
     return "\n".join(lines)
 
 
+def cpu_section(outcomes: dict[str, Outcome], syncs: list[float]) -> list[str]:
+    """Wall and CPU time per step side by side, with the targets' ratios taken both ways."""
+    o = outcomes.get
+    rows = (
+        ("raw SQLite: BEGIN; INSERT; COMMIT", "raw-steps-normal"),
+        ("agent-unit: async no-op `run.step`", "au-steps-normal"),
+        ("agent-unit: sync no-op `run.step` (worker thread)", "au-sync-steps-normal"),
+        ("agent-unit: `SQLiteStore.append` alone", "au-append-normal"),
+    )
+    if cpu_us(o("raw-steps-normal")) is None or cpu_us(o("au-steps-normal")) is None:
+        return []
+    lines = [
+        "## Wall and CPU time per step (NORMAL)",
+        "",
+        "| loop | steps/s | wall per step | CPU per step | CPU per step, each repeat |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for name, key in rows:
+        outcome = o(key)
+        if outcome is None or not outcome.results:
+            continue
+        lines.append(
+            f"| {name} | {rate(outcome)} | {us(outcome.median)} | {cpu_text(outcome)}"
+            f" | {each(outcome, 'cpu_us_per_step', '{:.1f}')} |"
+        )
+    raw, step, sync = cpu_us(o("raw-steps-normal")), cpu_us(o("au-steps-normal")), cpu_us(o("au-sync-steps-normal"))
+    assert raw is not None and step is not None
+    lines += [
+        "",
+        f"By CPU time alone (the rate a host whose disk cost nothing would show): async steps at {raw / step:.2f}"
+        " of the raw loop"
+        + (f", sync steps at {step / sync:.2f} of async" if sync else "")
+        + f"; agent-unit spends {step - raw:.1f} µs of CPU per step above the raw loop's {raw:.1f} µs."
+        + (f" The disk's fdatasync takes {statistics.median(syncs):.2f} ms here." if syncs else ""),
+        "",
+    ]
+    return lines
+
+
 def where_time_goes(outcomes: dict[str, Outcome], settings: Settings, profile: dict[str, Any] | None) -> list[str]:
     """The cost of a step split into the raw floor, agent-unit's write set, and the engine's Python."""
     raw, append, step = (
@@ -624,34 +710,45 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small N and M, one repeat: a smoke test, not a result")
     ap.add_argument("--repeat", type=int, help="repeats per case (default 3, or 1 with --quick)")
     ap.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md", help="where to write the report")
+    ap.add_argument("--only", help="comma-separated case keys (or their prefixes) to run, e.g. raw-steps,au-steps")
     args = ap.parse_args()
     base = QUICK if args.quick else FULL
     settings = Settings(base.steps, base.runs, base.replay, base.chain, args.repeat or base.repeat)
 
     peers = peer_python()
     selected = [case for case in cases(settings) if peers is not None or not case.peer]
+    if args.only:
+        prefixes = tuple(part.strip() for part in args.only.split(",") if part.strip())
+        selected = [case for case in selected if case.key.startswith(prefixes)]
     if peers is None:
         print(f"peers skipped (DBOS, LangGraph): .venv-bench not found. Install: {INSTALL_PEERS}", file=sys.stderr)
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="agent-unit-bench-") as tmp:
+        syncs = fdatasync_ms(Path(tmp))
         outcomes = measure(selected, settings, peers, Path(tmp))
+        syncs += fdatasync_ms(Path(tmp))
+        print(f"fdatasync: {statistics.median(syncs):.2f} ms median", file=sys.stderr)
         profile: dict[str, Any] | None = None
         try:  # one profiled run, apart from the timed repeats (cProfile slows what it measures)
             steps = outcomes["au-steps-normal"].case
             profile = run_case(steps, Path(sys.executable), Path(tmp) / "profile", ("--profile",))["profile"]
-        except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+        except (KeyError, RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
             print(f"profile run failed: {exc}", file=sys.stderr)
     elapsed = time.perf_counter() - started
 
     command = (
-        "python bench/run.py" + (" --quick" if args.quick else "") + (f" --repeat {args.repeat}" if args.repeat else "")
+        "python bench/run.py"
+        + (" --quick" if args.quick else "")
+        + (f" --repeat {args.repeat}" if args.repeat else "")
+        + (f" --only {args.only}" if args.only else "")
     )
     # Keep what other benchmarks appended after their marker (bench/http/run.py owns that part).
     kept = ""
     if args.output.exists() and HTTP_MARKER in (previous := args.output.read_text()):
         kept = "\n" + previous[previous.index(HTTP_MARKER) :]
-    args.output.write_text(report(outcomes, settings, peers, command, elapsed, profile).rstrip("\n") + "\n" + kept)
+    text = report(outcomes, settings, peers, command, elapsed, profile, syncs)
+    args.output.write_text(text.rstrip("\n") + "\n" + kept)
     print(f"wrote {args.output} in {elapsed:.0f} s", file=sys.stderr)
     return 0
 

@@ -23,19 +23,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
-from ..env import drain
 from ..errors import TaskError
 from ..host import Host, use_host
-from ..scheduler import run_host_tick
-from ..tasks import Task, last_tick, tasks_from_config
 from . import continuation
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ..tasks import Task
+
+# What a cold start imports is this module and the handler: asyncio, the task registry, the engine,
+# pydantic and Starlette wait for the first invocation (it builds the app and needs them then).
 
 __all__ = ["continue_at", "lambda_handler", "lambda_host"]
 
@@ -99,7 +103,11 @@ def lambda_handler(
     import, in its lifespan, at a request) are Lambda's.
     """
     state: dict[str, Any] = {}
-    registry = tasks_from_config(tasks or {})
+    registry: Mapping[str, Task] = {}
+    if tasks:  # checked at the cold start: a task that cannot run fails the deploy, not its first tick
+        from ..tasks import tasks_from_config
+
+        registry = tasks_from_config(tasks)
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:
@@ -114,18 +122,22 @@ def lambda_handler(
         if "app" not in state:
             from mangum import Mangum
 
+            from ..env import drain
+
+            state["drain"] = drain
+
             state["app"] = app = create_app()
             state["mangum"] = Mangum(app, lifespan="off")
             if lifespan:
                 state["lifespan"] = _start_lifespan(app)
         if isinstance(event, dict) and event.get("agent_unit") == TASK:
             done = _loop().run_until_complete(_task(registry, event, state["app"]))
-            _loop().run_until_complete(drain(_time_left(context)))
+            _loop().run_until_complete(state["drain"](_time_left(context)))
             return done
         if isinstance(event, dict) and event.get("agent_unit") == SWEEP["agent_unit"]:
             return _loop().run_until_complete(_sweep(state["app"]))
         response: dict[str, Any] = state["mangum"](event, context)
-        _loop().run_until_complete(drain(_time_left(context)))  # the response waits for wait_until work
+        _loop().run_until_complete(state["drain"](_time_left(context)))  # the response waits for wait_until work
         return response
 
     return handler
@@ -170,6 +182,8 @@ async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -
     task = registry.get(name) if isinstance(name, str) else None
     if task is None:
         raise TaskError(f"no task named {name!r} in this build: the tasks are {', '.join(sorted(registry)) or 'none'}")
+    from ..tasks import last_tick
+
     given = event.get("scheduled_at")
     now = datetime.now(UTC)
     at = (
@@ -180,6 +194,8 @@ async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -
     engines = _engines(app)  # the tick is claimed in the (first) agent unit's store, if there is one
     if engines:
         return dict(await engines[0].run_tick(task, at))
+    from ..scheduler import run_host_tick  # the store and its records: at a task's tick, not at a cold start
+
     return await run_host_tick(task, at, None, owner="aws-lambda")
 
 
@@ -191,6 +207,8 @@ def _time_left(context: Any) -> float | None:
 
 def _loop() -> asyncio.AbstractEventLoop:
     """The event loop Mangum runs invocations on (one per container), made if there is none yet."""
+    import asyncio
+
     try:
         return asyncio.get_event_loop()
     except RuntimeError:

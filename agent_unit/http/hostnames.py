@@ -20,6 +20,7 @@ answers them; but a page at a name it does not list is never taken for its own.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
@@ -58,9 +59,11 @@ def arrived_at_loopback(scope: Mapping[str, Any]) -> bool:
     return address is not None and address.is_loopback
 
 
+@functools.lru_cache(maxsize=256)
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The IP address ``text`` writes, or None. A name is told apart by its characters first:
-    ``ip_address`` raises twice for one, which would cost more than the rest of the check."""
+    ``ip_address`` raises twice for one, which would cost more than the rest of the check.
+    Remembered for the few addresses a server sees (its own, its Host names): each request asks twice."""
     if ":" not in text and not _DOTTED.fullmatch(text):
         return None
     try:

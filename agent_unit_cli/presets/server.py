@@ -21,4 +21,8 @@ preset = Preset(
     start=start,
     workers=True,
     runs_tasks="the server's in-process scheduler (each tick claimed once in the store)",
+    # uvicorn parses HTTP with httptools when it is there (measured: 15% less server CPU per run
+    # streamed to a pause than h11, and a faster first SSE event); CPython has its wheels.
+    # uvloop is left out: it made the first SSE event slower here, for no CPU saved.
+    requirements=('httptools; platform_python_implementation == "CPython"',),
 )

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from agent_unit import (
     AgentNotFound,
+    InvalidAnswer,
     InvalidInput,
     NotInterrupted,
     Run,
@@ -29,6 +30,20 @@ from ..conftest import StoreFactory
 class Order(BaseModel):
     order_id: str
     amount: int = 1
+
+
+SCHEMA_BUILDS: list[str] = []
+
+
+class Signoff(BaseModel):
+    """An answer class that counts how often pydantic builds its JSON Schema."""
+
+    approved: bool
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        SCHEMA_BUILDS.append(cls.__name__)
+        return handler(core_schema)
 
 
 @define_agent(description="Waits for a human.")
@@ -450,6 +465,23 @@ async def test_answer_classes_are_never_imported_from_the_store() -> None:
     assert resolve_type_ref("json:JSONDecodeError", {}) is None  # not a model of that schema
     assert resolve_type_ref(f"{Order.__module__}:Order", Order.model_json_schema()) is Order
     assert resolve_type_ref(f"{Order.__module__}:Order", {"type": "object"}) is None  # changed since: use the schema
+
+
+async def test_resumes_with_a_model_answer_build_its_json_schema_once_not_per_resume() -> None:
+    @define_agent
+    async def signs(input: None, run: Run) -> bool:
+        answer = await run.interrupt("sign", answer=Signoff)
+        return answer.approved
+
+    unit = create_test_unit({"signs": signs})
+    parked = [await unit.run("signs") for _ in range(4)]
+    SCHEMA_BUILDS.clear()
+    for record in parked:
+        assert (await unit.resume(record.id, {"approved": True})).output is True
+    assert len(SCHEMA_BUILDS) <= 1  # the check that the class still has the interrupt's schema is cached
+    with pytest.raises(InvalidAnswer):  # and a wrong answer is still refused by the class
+        parked_again = await unit.run("signs")
+        await unit.resume(parked_again.id, {"approved": "not a flag"})
 
 
 async def test_a_host_that_sweeps_gets_no_in_process_timers() -> None:

@@ -51,3 +51,31 @@ def test_a_workers_entry_imports_nothing_heavy_until_its_first_request() -> None
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def test_a_lambda_handler_imports_no_pydantic_engine_or_asyncio_at_its_cold_start() -> None:
+    """A Lambda's cold start is the handler's import: the engine, its pydantic records, Starlette and
+    asyncio wait for the first invocation, which builds the app; `import agent_unit` alone is as light."""
+    code = (
+        "import sys\n"
+        "from agent_unit.hosts.aws_lambda import lambda_handler, lambda_host\n"
+        "host = lambda_host(None, 'a-secret-of-sixteen-chars')\n"
+        "lambda_handler(lambda: None, tasks={}, host=host)\n"
+        "import agent_unit\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} | set(sys.modules)\n"
+        "print(sorted(loaded & {'pydantic', 'pydantic_core', 'asyncio', 'agent_unit.engine', 'agent_unit.records',"
+        " 'agent_unit.http', 'agent_unit.tasks'}))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+
+
+def test_the_documented_names_import_from_agent_unit_at_first_use() -> None:
+    code = (
+        "import agent_unit\n"
+        "from agent_unit import Run, RunEngine, define_agent, create_agent_unit, RunStatus, use_run\n"
+        "assert agent_unit.Run is Run and RunStatus.completed == 'completed'\n"
+        "print(sorted(name for name in agent_unit.__all__ if not hasattr(agent_unit, name)))"
+    )
+    missing = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert missing == "[]"

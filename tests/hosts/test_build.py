@@ -150,3 +150,13 @@ def test_the_build_vendors_the_driver_of_its_store() -> None:
     assert _store_driver("postgres")[0].startswith("psycopg[binary]==")
     assert _store_driver("dynamodb")[0].startswith("boto3==")
     assert _store_driver("sqlite") == []
+
+
+def test_a_built_server_parses_http_with_httptools_where_cpython_has_its_wheels() -> None:
+    from agent_unit_cli.build import _requirements
+    from agent_unit_cli.config import Config
+    from agent_unit_cli.presets import PRESETS
+
+    chosen = _requirements(PRESETS["server"], Config(name="x"), "sqlite", [], {}, ())
+    (httptools,) = [requirement for requirement in chosen if requirement.startswith("httptools")]
+    assert httptools.startswith("httptools==") and httptools.endswith('; platform_python_implementation == "CPython"')
