@@ -13,13 +13,6 @@ a step still running has not journaled it, so the step runs again on recovery, a
 A function that returned within microseconds last time is waited for on the spot, at most
 :data:`QUICK_WAIT`, with the GIL released: its result skips the loop's wake-up socket and a turn
 of the loop (measured: sync no-op steps 12% faster). Blocking work is never waited for this way.
-
-A function that returned within microseconds its last :data:`INLINE_AFTER` calls in a thread runs
-on the loop's thread instead (:func:`inline`, :func:`run_inline`): a hop there and back costs four
-thread wake-ups, far more than the call (a dict lookup, a local computation). An inline call that
-takes longer than :data:`INLINE_LIMIT` sends the function back to the threads, and it must prove
-quick twice as many times again before it runs inline once more: a function that turned slow
-(a cache that missed) holds up the loop for that one call, a bounded number of times.
 """
 
 from __future__ import annotations
@@ -35,7 +28,7 @@ from collections.abc import Callable
 from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["INLINE_AFTER", "INLINE_LIMIT", "MAX_THREADS", "QUICK_WAIT", "inline", "run_in_thread", "run_inline"]
+__all__ = ["MAX_THREADS", "QUICK_WAIT", "run_in_thread"]
 
 MAX_THREADS = 32
 """Sync steps running at once in one process; more wait for a thread."""
@@ -52,15 +45,8 @@ Functions are told apart by their code: every closure made by one ``lambda`` sha
 After the wait the loop still needs the GIL back, as it always does beside a worker thread
 running Python (up to ``sys.getswitchinterval()``, 5 ms by default, if that thread computes)."""
 
-INLINE_AFTER = 8
-"""Quick returns in a row, in a worker thread, after which a function runs on the loop's thread."""
-
-INLINE_LIMIT = 0.001
-"""Seconds an inline call may take before its function goes back to the worker threads."""
-
 _QUICK_RUN = QUICK_WAIT / 4
 _MAX_QUICK = 10_000  # functions remembered as quick; past this all are forgotten
-_MAX_STRIKES = 10  # an inline call that was slow doubles the quick returns wanted, up to 8 << 10
 
 
 class _Call:
@@ -84,8 +70,7 @@ _threads = 0
 _idle = 0  # threads waiting for a call
 _waiting = 0  # calls queued with no thread to take them (all MAX_THREADS busy)
 _pid = os.getpid()
-_quick: dict[CodeType, int] = {}  # functions whose last calls returned within _QUICK_RUN: how many in a row
-_strikes: dict[CodeType, int] = {}  # functions whose inline call was slow: how many times
+_quick: set[CodeType] = set()  # functions whose last call returned within _QUICK_RUN
 
 
 def _code(fn: Callable[..., Any]) -> CodeType | None:
@@ -117,12 +102,12 @@ def _work() -> None:
             error = exc
         code = _code(call.fn)
         if code is not None:
-            if error is None and time.perf_counter() - started < _QUICK_RUN:
+            if time.perf_counter() - started < _QUICK_RUN:
                 if len(_quick) >= _MAX_QUICK:
                     _quick.clear()
-                _quick[code] = _quick.get(code, 0) + 1
+                _quick.add(code)
             else:
-                _quick.pop(code, None)
+                _quick.discard(code)
             del code
         with _lock:
             if _waiting:
@@ -186,31 +171,3 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     if call.outcome is not None:
         _deliver(future, *call.outcome)
     return future
-
-
-def inline(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` runs on the loop's thread (:func:`run_inline`): it returned, without raising,
-    within microseconds its last :data:`INLINE_AFTER` calls in a worker thread (twice as many for
-    each time an inline call of it was slow)."""
-    code = _code(fn)
-    return code is not None and _quick.get(code, 0) >= INLINE_AFTER << _strikes.get(code, 0)
-
-
-def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` on the calling thread, in a copy of its context, as a worker thread would run it.
-
-    One that takes longer than :data:`INLINE_LIMIT` goes back to the worker threads (see :func:`inline`).
-    """
-    started = time.perf_counter()
-    try:
-        return contextvars.copy_context().run(fn, *args)
-    except StopIteration as exc:  # as from a thread: a coroutine cannot raise it
-        raise RuntimeError(f"the step function raised StopIteration: {exc}") from None
-    finally:
-        if time.perf_counter() - started > INLINE_LIMIT:
-            code = _code(fn)
-            if code is not None:
-                _quick.pop(code, None)
-                if len(_strikes) >= _MAX_QUICK:
-                    _strikes.clear()
-                _strikes[code] = min(_strikes.get(code, 0) + 1, _MAX_STRIKES)

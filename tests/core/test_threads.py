@@ -12,7 +12,6 @@ import weakref
 import pytest
 
 from agent_unit import threads
-from agent_unit.callables import call
 
 name: contextvars.ContextVar[str] = contextvars.ContextVar("name", default="none")
 
@@ -137,72 +136,3 @@ async def test_many_quick_calls_at_once_each_get_their_own_result() -> None:
         assert await asyncio.gather(*(threads.run_in_thread(double, i) for i in range(50))) == [
             i * 2 for i in range(50)
         ]
-
-
-async def test_a_function_quick_in_the_threads_runs_on_the_loops_thread_once_it_proved_quick() -> None:
-    here = threading.get_ident()
-
-    def quick() -> int:
-        return threading.get_ident()
-
-    seen = [await call(quick, (), threads=True) for _ in range(threads.INLINE_AFTER)]
-    assert here not in seen  # proving itself: every call in a worker thread
-    assert await call(quick, (), threads=True) == here  # then no hop: the loop's thread runs it
-
-
-async def test_a_blocking_function_never_runs_on_the_loops_thread() -> None:
-    here = threading.get_ident()
-
-    def blocking() -> int:
-        time.sleep(0.001)
-        return threading.get_ident()
-
-    seen = [await call(blocking, (), threads=True) for _ in range(threads.INLINE_AFTER * 3)]
-    assert here not in seen
-
-
-async def test_an_inline_function_that_turns_slow_goes_back_to_the_threads_and_must_prove_quick_again() -> None:
-    here = threading.get_ident()
-    slow = threading.Event()
-
-    def sometimes_slow() -> int:
-        if slow.is_set():
-            time.sleep(0.01)
-        return threading.get_ident()
-
-    for _ in range(threads.INLINE_AFTER):
-        await call(sometimes_slow, (), threads=True)
-    slow.set()
-    assert await call(sometimes_slow, (), threads=True) == here  # the one call that holds up the loop
-    assert await call(sometimes_slow, (), threads=True) != here  # back in the threads at once
-    slow.clear()
-    again = [await call(sometimes_slow, (), threads=True) for _ in range(threads.INLINE_AFTER * 2)]
-    assert here not in again  # twice as many quick returns wanted now
-    assert await call(sometimes_slow, (), threads=True) == here
-
-
-async def test_an_inline_call_sees_the_callers_context_and_its_changes_stay_inside_it() -> None:
-    name.set("caller")
-
-    def reads_and_sets() -> str:
-        seen = name.get()
-        name.set("changed inside")
-        return seen
-
-    for _ in range(threads.INLINE_AFTER + 2):
-        assert await call(reads_and_sets, (), threads=True) == "caller"
-        assert name.get() == "caller"
-
-
-async def test_a_function_that_raised_is_never_taken_for_quick() -> None:
-    here = threading.get_ident()
-    where: list[int] = []
-
-    def fails() -> None:
-        where.append(threading.get_ident())
-        raise KeyError("nope")
-
-    for _ in range(threads.INLINE_AFTER * 2):
-        with pytest.raises(KeyError):
-            await call(fails, (), threads=True)
-    assert here not in where
