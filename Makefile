@@ -49,12 +49,13 @@ demo: $(VENV)/.installed  ## the refund example: pause, restart in a new process
 
 # The type check and the Strands tests (a minute or two each on a clean clone) run beside the
 # suite, not before it: their output is printed once the suite ends, and any failure fails the target.
+# The suite prints its 30 slowest tests: where to look when it grows slow.
 test: $(VENV)/.installed $(STRANDS_VENV)/.installed $(PHOENIX_VENV)/.installed  ## lint, then types, the Strands tests and every other test side by side
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	@log=$$(mktemp); \
 	$(MAKE) --no-print-directory -j2 --output-sync=target types strands >"$$log" 2>&1 & beside=$$!; \
-	$(PY) -m pytest $(PARALLEL); suite=$$?; \
+	$(PY) -m pytest $(PARALLEL) --durations=30; suite=$$?; \
 	wait $$beside; checks=$$?; cat "$$log"; rm -f "$$log"; \
 	[ $$suite -eq 0 ] && [ $$checks -eq 0 ]
 
