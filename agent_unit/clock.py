@@ -6,6 +6,7 @@ is how ``create_test_unit(...).advance("2d")`` makes a two-day sleep take millis
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -47,6 +48,20 @@ class ManualClock:
 
     def advance(self, delta: timedelta) -> None:
         self._now += delta.total_seconds()
+
+
+def floor_datetime(epoch: float) -> datetime:
+    """``epoch`` as a date of whole microseconds, never later than ``epoch``.
+
+    A stored date holds whole microseconds, and its timestamp is what a sweep compares with the
+    clock: rounded up by a fraction of a microsecond, a deadline of exactly one day would not be
+    due after one day on the clock (``math.floor(t * 1e6)`` alone can round up, as ``t * 1e6`` is
+    itself rounded).
+    """
+    micros = math.floor(epoch * 1e6)
+    while micros / 1e6 > epoch:
+        micros -= 1
+    return datetime.fromtimestamp(micros / 1e6, UTC)
 
 
 def to_datetime(epoch: float | None) -> datetime | None:

@@ -16,7 +16,6 @@ import asyncio
 import functools
 import hashlib
 import json
-import math
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -29,7 +28,7 @@ from pydantic import ValidationError
 from . import env, jsontext
 from .answers import type_ref
 from .callables import return_annotation, start, wants_context
-from .clock import to_datetime, to_epoch
+from .clock import floor_datetime, to_datetime, to_epoch
 from .codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
 from .deadlines import expired_at
 from .durations import Duration, parse_duration
@@ -643,7 +642,7 @@ class Run:
         if answer is not UNTYPED:
             schema = answer_schema(answer)
         # Whole microseconds, rounded down: the record's date holds exactly the due time the sweep compares.
-        expires_at = None if timeout is None else to_datetime(math.floor((self._execution.now() + timeout) * 1e6) / 1e6)
+        expires_at = None if timeout is None else floor_datetime(self._execution.now() + timeout)
         interrupt = Interrupt(
             name=name,
             key=key,

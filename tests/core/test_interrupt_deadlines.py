@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from agent_unit import Run, RunStatus, define_agent
+from agent_unit.clock import ManualClock
 from agent_unit.errors import InterruptExpired
 from agent_unit.testing import create_test_unit
 
@@ -120,4 +121,23 @@ async def test_a_timeout_that_is_not_a_duration_is_a_clear_error() -> None:
     unit = create_test_unit({"a": agent})
     failed = await unit.run("a")
     assert failed.status == RunStatus.failed and failed.error is not None and "soon" in failed.error.message
+    await unit.close()
+
+
+async def test_a_deadline_is_due_after_exactly_its_timeout_at_any_start_time() -> None:
+    # At this moment, now + 1 day, floored to whole microseconds with ``t * 1e6``, came out a
+    # fraction of a microsecond *after* now + 1 day: a test that advanced exactly one day found
+    # the run still waiting (seen once in 300 runs, by a clock started at the wall time).
+
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        approved = await run.interrupt("approve", answer=bool, timeout="1d", default=False)
+        return "approved" if approved else "declined"
+
+    unit = create_test_unit({"a": agent}, clock=ManualClock(1796201768.8637109))
+    parked = await unit.run("a")
+    assert parked.interrupt is not None and parked.interrupt.expires_at is not None
+    assert parked.interrupt.expires_at.timestamp() <= unit.clock.time() + 86400
+    await unit.advance("1d")
+    assert (await unit.get(parked.id)).output == "declined"
     await unit.close()
