@@ -31,6 +31,7 @@ import asyncio
 import inspect
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
@@ -111,6 +112,22 @@ env: Mapping[str, Any] = _Env()
 # -- background work --------------------------------------------------------------------------
 
 _tasks: set[asyncio.Task[Any]] = set()
+
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand(text: str, missing: Callable[[str], Exception]) -> str:
+    """``${NAME}`` in ``text`` from :func:`get`, where the code runs, so a secret never sits in a
+    file or a build; ``missing(NAME)`` is the error raised for a name that is not set."""
+
+    def value(match: re.Match[str]) -> str:
+        found = get(match.group(1))
+        if found is None:
+            raise missing(match.group(1))
+        return str(found)
+
+    return _VARIABLE.sub(value, text)
 
 
 def wait_until(work: Awaitable[Any], *, name: str | None = None) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import re
 
 from .. import env
 from ..errors import StoreConfigError
@@ -22,21 +21,13 @@ DEFAULT_STORE_PATH = ".agent-unit/agent-unit.db"
 DEFAULT_STORE_URL = f"sqlite:///{DEFAULT_STORE_PATH}"
 
 
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
 def expand(url: str) -> str:
     """``${NAME}`` from the environment, so a store's credentials never sit in a file or a build."""
 
-    def value(match: re.Match[str]) -> str:
-        found = env.get(match.group(1))
-        if found is None:
-            raise StoreConfigError(
-                f"the store URL needs ${{{match.group(1)}}}, which is not set: set it in the environment"
-            )
-        return str(found)
+    def missing(name: str) -> Exception:
+        return StoreConfigError(f"the store URL needs ${{{name}}}, which is not set: set it in the environment")
 
-    return _VARIABLE.sub(value, url)
+    return env.expand(url, missing)
 
 
 _ALIASES = {"postgresql": "postgres", "rediss": "redis", "valkey": "redis", "valkeys": "redis"}

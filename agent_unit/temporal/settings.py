@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..durations import Duration, parse_duration
-from ..env import env
+from ..env import expand
 from ..errors import ConfigError, EngineUnavailable
 
 if TYPE_CHECKING:
@@ -74,9 +73,6 @@ class TemporalSettings:
             ) from None
 
 
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
 def temporal_settings(value: TemporalSettings | Mapping[str, Any]) -> TemporalSettings:
     """``value`` as settings: the ``[temporal]`` table's keys, ``${NAME}`` kept for
     :meth:`TemporalSettings.expanded` (a build creates the app where the secrets are not).
@@ -103,12 +99,7 @@ def _expand(key: str, value: Any) -> Any:
     if not isinstance(value, str):
         return value
 
-    def variable(match: re.Match[str]) -> str:
-        found = env.get(match.group(1))
-        if found is None:
-            raise EngineUnavailable(
-                f"[temporal] {key} needs ${{{match.group(1)}}}, which is not set: set it in the environment"
-            )
-        return str(found)
+    def missing(name: str) -> Exception:
+        return EngineUnavailable(f"[temporal] {key} needs ${{{name}}}, which is not set: set it in the environment")
 
-    return _VARIABLE.sub(variable, value)
+    return expand(value, missing)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["ENTRY_POINT_GROUP", "PRESETS", "BuildOptions", "Finish", "Preset", "Start", "local_python", "presets"]
 
@@ -108,22 +108,17 @@ PRESETS = _load()
 ENTRY_POINT_GROUP = "agent_unit.presets"
 
 
+def _is_preset(value: object) -> TypeGuard[Preset]:
+    return isinstance(value, Preset)
+
+
 def presets() -> dict[str, Preset]:
     """The built-in presets, then the installed ones (which cannot replace a built-in); a
     ``ValueError`` naming an installed one that does not load or is not a ``Preset``."""
-    from importlib.metadata import entry_points
+    from ..plugins import installed
 
     found = dict(PRESETS)
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            value = entry.load()
-            value = value() if callable(value) and not isinstance(value, Preset) else value
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is named, it does not stop the CLI
-            raise ValueError(f"the preset {entry.name!r} ({entry.value}) failed to load: {exc}") from None
-        if not isinstance(value, Preset):
-            raise ValueError(
-                f"the preset {entry.name!r} ({entry.value}) is a {type(value).__name__}, not a Preset: "
-                "export agent_unit_cli.presets.Preset(...)"
-            )
-        found.setdefault(value.name, value)
+    hint = "export agent_unit_cli.presets.Preset(...)"
+    for preset in installed(ENTRY_POINT_GROUP, _is_preset, "preset", hint):
+        found.setdefault(preset.name, preset)
     return found

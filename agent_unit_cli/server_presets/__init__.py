@@ -18,10 +18,10 @@ import pkgutil
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from ..plugins import installed
 from ..presets import Preset
 
 __all__ = [
@@ -58,21 +58,16 @@ def _builtin() -> dict[str, ServerPreset]:
     return {value.name: value for value in values if isinstance(value, ServerPreset)}
 
 
+def _is_server_preset(value: object) -> TypeGuard[ServerPreset]:
+    return isinstance(value, ServerPreset)
+
+
 def server_presets() -> dict[str, ServerPreset]:
     """The built-in server presets, then the installed ones (which cannot replace a built-in)."""
     found = _builtin()
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            value = entry.load()
-            value = value() if callable(value) and not isinstance(value, ServerPreset) else value
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is named, it does not stop the CLI
-            raise ValueError(f"the server preset {entry.name!r} ({entry.value}) failed to load: {exc}") from None
-        if not isinstance(value, ServerPreset):
-            raise ValueError(
-                f"the server preset {entry.name!r} ({entry.value}) is a {type(value).__name__}, not a server preset: "
-                "export an object with `name` and `entry(root, gen_dir, preset, options)`"
-            )
-        found.setdefault(value.name, value)
+    hint = "export an object with `name` and `entry(root, gen_dir, preset, options)`"
+    for server in installed(ENTRY_POINT_GROUP, _is_server_preset, "server preset", hint):
+        found.setdefault(server.name, server)
     return found
 
 
