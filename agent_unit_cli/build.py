@@ -14,7 +14,7 @@ import re
 import shutil
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -254,11 +254,16 @@ def _copy_alone(names: list[str], destination: Path) -> None:
 
 
 def _vendor(
-    preset: Preset, requirements: list[str], alone: list[str], destination: Path, options: BuildOptions
+    preset: Preset,
+    requirements: list[str],
+    alone: list[str],
+    destination: Path,
+    options: BuildOptions,
+    using: pip.Installer,
 ) -> None:
     platform = preset.pip_platform(options) if preset.pip_platform is not None else None  # the host's, not ours
     try:
-        pip.install(requirements, destination, platform=platform, alone=alone)
+        pip.install(requirements, destination, platform=platform, alone=alone, using=using)
     except PipError as exc:
         raise BuildError(str(exc)) from None
     _copy_runtime(destination)
@@ -296,8 +301,14 @@ def _adapter_distributions() -> list[str]:
     return [entry.dist.name for entry in found if entry.dist is not None]
 
 
-def _needs(root: Path, imports: list[Import], distributions: list[str], generated: Generated | None = None) -> Needs:
-    found = needs(imports, _own_modules(root, generated), distributions)
+def _needs(
+    root: Path,
+    imports: list[Import],
+    distributions: list[str],
+    mapping: Mapping[str, list[str]],
+    generated: Generated | None = None,
+) -> Needs:
+    found = needs(imports, _own_modules(root, generated), distributions, mapping)
     if found.missing:
         listed = "; ".join(f"{item.where}: {item.module.split('.')[0]}" for item in found.missing)
         raise BuildError(
@@ -443,7 +454,8 @@ def build(
         if generated is not None:
             imports += project_imports(generated.folder, sorted(generated.folder.iterdir()))
         imports = [item for item in imports if item.module.split(".")[0] not in chosen.host_modules]
-        found = _needs(root, imports, _adapter_distributions(), generated)
+        mapping = importlib.metadata.packages_distributions()  # read once: it reads every distribution's files
+        found = _needs(root, imports, _adapter_distributions(), mapping, generated)
 
     registry: dict[str, tuple[str, str]] = {}
     if config.server_app:  # the user's own app: agents/ is not scanned, nothing of agent-unit's is added
@@ -465,7 +477,7 @@ def build(
     )  # on every preset: a backend runs them where this host runs no Python, or `agent-unit task NAME` does
     if chosen.python_app and not config.server:
         authorize = [Import(config.authorize.partition(":")[0], source, 0)] if config.authorize else []
-        found.add(_needs(root, [*_framework_modules(root, registry), *authorize], []))
+        found.add(_needs(root, [*_framework_modules(root, registry), *authorize], [], mapping))
     warnings = [
         f"{item.where} imports {item.top}, which no installed distribution provides, so the build does not "
         "vendor it: list its package in requirements.txt if the app needs it"
@@ -497,9 +509,13 @@ def build(
         named = {distribution_name(requirement) for requirement in requirements}
         serves_mcp = "mcp" in named  # without the SDK, POST /mcp only answers 501: not a route to list
         if chosen.vendors:
-            progress("vendoring dependencies with pip")
+            try:
+                using = pip.installer(root)
+            except PipError as exc:
+                raise BuildError(str(exc)) from None
+            progress(f"vendoring dependencies with {using}")
             alone = [requirement for name, requirement in sorted(found.alone.items()) if name not in named]
-            _vendor(chosen, requirements, alone, home / "vendor", options)
+            _vendor(chosen, requirements, alone, home / "vendor", options, using)
         else:  # the host installs the packages; the runtime goes as it is here, beside the app
             _copy_runtime(home / chosen.app_folder)
             # and so does a package no index has (an adapter added from a folder): the host cannot install it

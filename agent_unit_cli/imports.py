@@ -16,7 +16,7 @@ import importlib.util
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,14 +138,20 @@ def _ships(distribution: str, module: str) -> bool:
     return any(str(file).startswith(path + "/") or str(file) == path + ".py" for file in files)
 
 
-def needs(imports: Iterable[Import], own: set[str], distributions: Iterable[str] = ()) -> Needs:
+def needs(
+    imports: Iterable[Import],
+    own: set[str],
+    distributions: Iterable[str] = (),
+    mapping: Mapping[str, list[str]] | None = None,
+) -> Needs:
     """The distributions (at their installed versions) behind ``imports`` and ``distributions``.
 
     ``own`` is the project's own top-level modules. A module from no distribution is
     ``unmapped`` when it can be imported here (a path entry, an editable install) and
-    ``missing`` when it cannot.
+    ``missing`` when it cannot. ``mapping``: ``importlib.metadata.packages_distributions()``,
+    read once by a caller that asks several times (it reads every installed distribution's files).
     """
-    mapping = importlib.metadata.packages_distributions()
+    mapping = importlib.metadata.packages_distributions() if mapping is None else mapping
     result = Needs()
     names: set[str] = set(distributions)
     for found in imports:

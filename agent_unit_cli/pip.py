@@ -6,18 +6,30 @@ Python, architecture and ABI whatever Python and pip run the build. pip resolves
 itself is not enough: the pip of a fresh Python 3.11 virtual environment (23.x) checks each
 package's ``Requires-Python`` against the interpreter running pip, so a package that needs
 3.12 (``vercel-runtime``) is refused even with ``--python-version 3.12``.
+
+A project that uses uv (a ``uv.lock`` at its root), or a build run with
+``AGENT_UNIT_INSTALLER=uv``, vendors with uv instead: the same requirements and the same
+platform, resolved by ``uv pip install --target``, which caches what it downloads and resolves
+in a fraction of pip's time. ``AGENT_UNIT_INSTALLER=pip`` keeps pip whatever the project uses.
+uv reads its own index settings (``UV_INDEX_URL``...), not ``pip.conf``.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from agent_unit.errors import PipError
 
-__all__ = ["install", "linux_wheels"]
+__all__ = ["Installer", "install", "installer", "linux_wheels"]
+
+Installer = Literal["pip", "uv"]
 
 QUIET = ["--quiet", "--disable-pip-version-check"]
 
@@ -37,10 +49,42 @@ def linux_wheels(machine: str, python: str) -> list[str]:
     ]
 
 
+def uv_binary() -> str | None:
+    """uv's executable: beside this Python (a virtual environment's ``bin/``), else on ``PATH``."""
+    beside = Path(sys.executable).parent / ("uv.exe" if os.name == "nt" else "uv")
+    return str(beside) if beside.is_file() else shutil.which("uv")
+
+
+def installer(root: Path | None = None) -> Installer:
+    """What vendors: ``AGENT_UNIT_INSTALLER`` (``pip`` or ``uv``) if set, else uv for a project
+    with a ``uv.lock`` when uv is installed, else pip."""
+    chosen = os.environ.get("AGENT_UNIT_INSTALLER", "").strip().lower()
+    if chosen == "uv":
+        if uv_binary() is None:
+            raise PipError("AGENT_UNIT_INSTALLER=uv, but uv is not installed: pip install uv, or unset it to use pip")
+        return "uv"
+    if chosen not in ("", "pip"):
+        raise PipError(f"AGENT_UNIT_INSTALLER={chosen}: use pip or uv")
+    if not chosen and root is not None and (root / "uv.lock").is_file() and uv_binary() is not None:
+        return "uv"
+    return "pip"
+
+
+def _uv_platform(platform: list[str]) -> list[str] | None:
+    """pip's platform flags (:func:`linux_wheels`) as uv's, or None when uv cannot say the same."""
+    flags = dict(zip(platform[::2], platform[1::2], strict=False))
+    tag = re.fullmatch(r"manylinux2014_(x86_64|aarch64)", flags.get("--platform", ""))
+    version = flags.get("--python-version")
+    if tag is None or version is None or "--only-binary=:all:" not in platform:
+        return None
+    return ["--python-platform", f"{tag[1]}-manylinux2014", "--python-version", version]
+
+
 def _run(command: list[str], what: str) -> None:
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise PipError(f"pip could not install {what}:\n{done.stderr.strip()[-2000:]}")
+        tool = "uv" if command[0] != sys.executable and Path(command[0]).name.startswith("uv") else "pip"
+        raise PipError(f"{tool} could not install {what}:\n{done.stderr.strip()[-2000:]}")
 
 
 def install(
@@ -52,12 +96,19 @@ def install(
     alone: list[str] | None = None,
     python: str = sys.executable,
     what: str = "the dependencies",
+    using: Installer = "pip",
 ) -> None:
     """Install ``requirements`` into ``target``: for this interpreter, or for ``platform`` (:func:`linux_wheels`).
 
     ``alone`` are installed without their dependencies (``name @ file:///folder`` too: built
-    into a wheel, pure Python as an adapter package is).
+    into a wheel, pure Python as an adapter package is). ``using``: see :func:`installer`.
     """
+    if using == "uv":
+        uv = uv_binary()
+        flags = ["--python", python] if platform is None else _uv_platform(platform)
+        if uv is not None and flags is not None:
+            _install_uv(uv, requirements, target, flags, deps=deps, alone=alone or [], what=what)
+            return
     unpack = [python, "-m", "pip", "install", *QUIET, "--no-compile", "--target", str(target)]
     alone = alone or []
     if platform is None:  # this machine: pip resolves and installs in one go
@@ -77,3 +128,18 @@ def install(
         wheels = sorted(str(path) for path in Path(folder).glob("*.whl"))
         # resolved above for the host: unpack exactly those, with no second resolution
         _run([*unpack, "--no-deps", "--no-index", "--ignore-requires-python", *platform, *wheels], what)
+
+
+def _install_uv(
+    uv: str, requirements: list[str], target: Path, flags: list[str], *, deps: bool, alone: list[str], what: str
+) -> None:
+    """:func:`install` with ``uv pip install --target``: one resolution for the host, from uv's cache."""
+    install = [uv, "pip", "install", "--quiet", "--target", str(target), *flags]
+    binary = [] if "--python" in flags else ["--only-binary", ":all:"]  # a host not this one: wheels only
+    if requirements:
+        _run([*install, *binary, *([] if deps else ["--no-deps"]), *requirements], what)
+    folders = [requirement for requirement in alone if requirement.partition(" @ ")[2].startswith("file:")]
+    if others := [requirement for requirement in alone if requirement not in folders]:
+        _run([*install, *binary, "--no-deps", *others], what)
+    if folders:  # a folder is built into a wheel here (pure Python, as an adapter package is)
+        _run([*install, "--no-deps", *folders], what)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,12 @@ from .support.servers import DynamoDBEmulator, PostgresServer, RedisServer
 from .support.temporal import TemporalServer
 
 StoreFactory = Callable[[], Store]
+
+# The builds the tests run vendor with uv (a project with a uv.lock does by default): it resolves
+# from a cache, where pip fetched the same index pages and wheels again for every build (this
+# machine's index sends no caching headers, so pip's cache keeps nothing). The pip path keeps a
+# test of its own (tests/hosts/test_build_deps.py).
+os.environ.setdefault("AGENT_UNIT_INSTALLER", "uv")
 
 # Every store joins the conformance suite here. A factory returns a new handle on the same
 # backing store each call (two handles on SQLite are two connections, as two processes have).

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from agent_unit.errors import PipError
 
-from ..pip import install
+from ..pip import install, installer
 from ..pip import linux_wheels as wheels
 from ..schedules import vercel as vercel_schedule
 from . import BuildOptions, Finish, Preset, Start
@@ -118,7 +118,8 @@ def _vendor_runtime(step: Finish) -> None:
     step.progress(f"vendoring {VERCEL_RUNTIME}")
     vendor = step.output / "functions" / f"{FUNCTION}.func" / "vendor"
     try:
-        install([VERCEL_RUNTIME], vendor, platform=linux_wheels(step.options), deps=False, what=VERCEL_RUNTIME)
+        platform, using = linux_wheels(step.options), installer(step.root)
+        install([VERCEL_RUNTIME], vendor, platform=platform, deps=False, what=VERCEL_RUNTIME, using=using)
     except PipError as exc:  # the build reports it as a BuildError
         raise ValueError(str(exc)) from None
 

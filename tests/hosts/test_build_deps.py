@@ -136,7 +136,9 @@ def test_a_docker_build_runs_as_an_unprivileged_user_with_a_health_check_and_its
 def test_an_aws_lambda_build_starts_and_runs_both_agents_from_its_unpacked_zip(
     serverless_project: Path, tmp_path: Path, redis_url: str
 ) -> None:
-    result = built(serverless_project, "--preset", "aws-lambda", "--python", LOCAL, env={"AU_TEST_STORE": redis_url})
+    # Vendored with pip, as a project without a uv.lock is (the other builds here use uv)
+    pip = {"AU_TEST_STORE": redis_url, "AGENT_UNIT_INSTALLER": "pip"}
+    result = built(serverless_project, "--preset", "aws-lambda", "--python", LOCAL, env=pip)
     assert not any("not started here" in note for note in result["notes"])  # the build started it itself
     assert any("`authorize`" in note and "Function URL" in note for note in result["notes"])
     unpacked = tmp_path / "function"
