@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,18 +17,8 @@ from .test_preset_server_app import cold_container, http_event
 pytestmark = pytest.mark.slow  # builds a preset's output with pip and starts it in a subprocess
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        server.remove()
-
-
 def test_an_unpacked_lambda_zip_serves_adks_api_with_sessions_in_postgres(
-    tmp_path: Path, postgres: PostgresServer
+    tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
     config = '[server]\npreset = "google-adk"\nsession_service_uri = "postgresql+psycopg://${ADK_DATABASE}"\n'
     root = project(tmp_path / "project", config)  # the secret is not set at build: the app reads it where it runs
@@ -37,7 +26,7 @@ def test_an_unpacked_lambda_zip_serves_adks_api_with_sessions_in_postgres(
     folder = tmp_path / "function"
     with zipfile.ZipFile(Path(result["output"]) / "function.zip") as archive:
         archive.extractall(folder)
-    env = {"ADK_DATABASE": postgres.url.removeprefix("postgresql://")}
+    env = {"ADK_DATABASE": postgres_server.url.removeprefix("postgresql://")}
     log = tmp_path / "log"
 
     made = cold_container(folder, log, http_event(f"/apps/helper/users/{USER}/sessions", "POST", {}), env=env)[0]

@@ -3,7 +3,6 @@ then a second one that reads the session the first wrote to Postgres."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,24 +18,14 @@ pytestmark = pytest.mark.slow  # builds a preset's output with pip and starts it
 function_python = test_preset_vercel.function_python  # the fixture: a Python 3.12+ for Vercel's runtime
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        server.remove()
-
-
 def test_a_vercel_instance_serves_adks_api_and_another_instance_reads_the_session_from_postgres(
-    tmp_path: Path, postgres: PostgresServer, function_python: tuple[str, str]
+    tmp_path: Path, postgres_server: PostgresServer, function_python: tuple[str, str]
 ) -> None:
     config = '[server]\npreset = "google-adk"\nsession_service_uri = "postgresql+psycopg://${ADK_DATABASE}"\n'
     root = project(tmp_path / "project", config)
     built(root, "--preset", "vercel", "--python", function_python[1])
     folder = root / ".vercel" / "output" / FUNCTION
-    env = {"ADK_DATABASE": postgres.url.removeprefix("postgresql://")}
+    env = {"ADK_DATABASE": postgres_server.url.removeprefix("postgresql://")}
 
     first = Instance(folder, function_python[0], env).start()
     try:
