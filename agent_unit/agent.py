@@ -3,22 +3,28 @@
 The first parameter's annotation (a pydantic model, TypedDict, dataclass or plain type)
 validates the input and gives the agent's JSON Schema; the return annotation validates the
 output. The second parameter, if present, receives the :class:`~agent_unit.run.Run`.
+``limits`` are what each run of the agent may spend, below the deployment's ``[limits]``.
+A framework's agent given to ``define_agent`` keeps these options (:class:`FrameworkAgent`) until
+its adapter is found.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import cached_property
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import InvalidInput
+from .limits import Limits
 
-__all__ = ["Agent", "define_agent"]
+__all__ = ["Agent", "FrameworkAgent", "define_agent"]
 
 AgentFn = Callable[..., Awaitable[Any]]
+LimitsArg = Limits | Mapping[str, Any] | None
 
 
 class Agent:
@@ -26,7 +32,9 @@ class Agent:
 
     framework = "plain"
 
-    def __init__(self, fn: AgentFn, *, name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self, fn: AgentFn, *, name: str | None = None, description: str | None = None, limits: LimitsArg = None
+    ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"define_agent needs an async function; {fn.__qualname__} is not `async def`")
         signature = inspect.signature(fn, eval_str=True)
@@ -35,6 +43,8 @@ class Agent:
             raise TypeError(f"agent {fn.__qualname__} must take (input) or (input, run), not {len(params)} parameters")
         self.fn = fn
         self.name = name
+        self.limits: Limits | None = limits if isinstance(limits, Limits) or limits is None else Limits(**limits)
+        """What each run of this agent may spend; the deployment's ``[limits]`` still hold (the lower wins)."""
         self.description = description if description is not None else inspect.getdoc(fn) or ""
         self._takes_run = len(params) == 2
         input_type = params[0].annotation
@@ -80,18 +90,65 @@ class Agent:
         return await (self.fn(input, run) if self._takes_run else self.fn(input))
 
 
-@overload
-def define_agent(fn: AgentFn, /, *, name: str | None = None, description: str | None = None) -> Agent: ...
+class FrameworkAgent:
+    """A framework's agent (a PydanticAI ``Agent``, a LangGraph graph...) with the options
+    ``define_agent`` gave it: its adapter runs it, as the agent's :attr:`Agent.limits` say."""
+
+    def __init__(self, value: Any, *, description: str | None, limits: Limits | None) -> None:
+        self.value = value
+        self.description = description
+        self.limits = limits
+
+    def apply(self, agent: Agent) -> Agent:
+        """``agent`` (the adapted value) with these options."""
+        agent.limits = self.limits
+        if self.description is not None:
+            agent.description = self.description
+        return agent
 
 
 @overload
-def define_agent(*, name: str | None = None, description: str | None = None) -> Callable[[AgentFn], Agent]: ...
+def define_agent(
+    fn: AgentFn, /, *, name: str | None = None, description: str | None = None, limits: LimitsArg = None
+) -> Agent: ...
+
+
+@overload
+def define_agent(
+    fn: object, /, *, name: str | None = None, description: str | None = None, limits: LimitsArg = None
+) -> Agent | FrameworkAgent: ...
+
+
+@overload
+def define_agent(
+    *, name: str | None = None, description: str | None = None, limits: LimitsArg = None
+) -> Callable[[AgentFn], Agent]: ...
 
 
 def define_agent(
-    fn: AgentFn | None = None, /, *, name: str | None = None, description: str | None = None
-) -> Agent | Callable[[AgentFn], Agent]:
-    """Make ``fn`` an agent: ``@define_agent``, ``@define_agent(description=...)`` or ``define_agent(fn)``."""
-    if fn is not None:
-        return Agent(fn, name=name, description=description)
-    return lambda fn: Agent(fn, name=name, description=description)
+    fn: object = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    limits: LimitsArg = None,
+) -> Agent | FrameworkAgent | Callable[[AgentFn], Agent]:
+    """Make ``fn`` an agent: ``@define_agent``, ``@define_agent(description=...)`` or ``define_agent(fn)``.
+
+    ``limits`` (``{"total_tokens": 50_000}``, or a :class:`~agent_unit.limits.Limits`): what each
+    run of it may spend; the deployment's ``[limits]`` hold too (the lower of each wins), and a
+    start request may only lower them. ``define_agent(framework_agent, limits=...)`` gives a
+    framework's agent (an object, not a function) the same options; its adapter runs it."""
+    own = limits if isinstance(limits, Limits) or limits is None else Limits(**limits)
+    if fn is None:
+        return lambda fn: Agent(fn, name=name, description=description, limits=own)
+    if _framework(fn):
+        return FrameworkAgent(fn, description=description, limits=own)
+    return Agent(cast(AgentFn, fn), name=name, description=description, limits=own)
+
+
+def _framework(value: object) -> bool:
+    """An object a framework made (a PydanticAI agent, a LangGraph graph), not an agent function."""
+    if isinstance(value, Agent | functools.partial):
+        return False
+    return not (inspect.isroutine(value) or inspect.iscoroutinefunction(value))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .agent import Agent
+from .agent import Agent, FrameworkAgent
 from .errors import AgentBroken, DiscoveryError
 
 __all__ = ["Discovered", "agent_sources", "discover_agents", "discover_project", "load_registry"]
@@ -174,16 +174,19 @@ def _agent_of(module: types.ModuleType, name: str, shown: str, resolve: Resolve)
     """
     has_agent = hasattr(module, "agent")
     found: dict[str, Agent] = {}
+    # `agent = define_agent(framework_agent, ...)`: the framework's agent is `agent` itself too
+    itself = module.agent.value if has_agent and isinstance(module.agent, FrameworkAgent) else None
     if has_agent:
         agent = resolve(name, module.agent)
         if agent is None:
+            kind = type(module.agent if itself is None else itself).__name__
             raise DiscoveryError(
-                f"{shown}: `agent` is a {type(module.agent).__name__}, which no adapter recognises: "
+                f"{shown}: `agent` is a {kind}, which no adapter recognises: "
                 "use define_agent(...) or an agent of a supported framework"
             )
         found["agent"] = agent
     for attr, value in vars(module).items():
-        if attr.startswith("_") or attr == "agent" or (has_agent and value is module.agent):
+        if attr.startswith("_") or attr == "agent" or (has_agent and (value is module.agent or value is itself)):
             continue  # private helpers, and other names for `agent` itself
         if (agent := resolve(name, value)) is not None:
             found[attr] = agent

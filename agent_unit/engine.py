@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from . import events as ev
 from . import jsontext, telemetry
-from .agent import Agent
+from .agent import Agent, FrameworkAgent
 from .answers import check_answer
 from .clock import Clock, SystemClock, to_datetime
 from .deadlines import expiry_entry, late_answer
@@ -46,6 +46,7 @@ from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
 from .limits import Limits
 from .owners import owner_is_gone, process_owner
+from .prices import Prices, priced
 from .records import (
     Answer,
     JournalEntry,
@@ -87,7 +88,8 @@ def _resolve_agents(agents: Mapping[str, Any], adapters: Sequence[Any]) -> dict[
             candidates = candidates if candidates is not None else find_adapters(adapters)
             value = resolve_agent(name, value, candidates)
             if value is None:
-                kind = type(agents[name]).__name__
+                given = agents[name]
+                kind = type(given.value if isinstance(given, FrameworkAgent) else given).__name__
                 raise TypeError(
                     f"agent {name!r} is a {kind}, which no adapter recognises: use define_agent(...), "
                     "or install the adapter for its framework (agent-unit add <package>)"
@@ -118,8 +120,11 @@ class RunEngine:
     ``broken``: agents of the project whose file does not load (``agent-unit dev`` serves the
     others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
     raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
-    ``limits`` (:class:`~agent_unit.limits.Limits`: tokens, model calls): what each run may spend,
-    and the most a start may ask for; a model call that would pass one is not made.
+    ``limits`` (:class:`~agent_unit.limits.Limits`: tokens, model calls, cost): what each run may
+    spend, lowered by its agent's own (``define_agent(..., limits=...)``), and the most a start may
+    ask for; a model call that would pass one is not made. ``prices``
+    (:class:`~agent_unit.prices.Prices`): what model calls cost; with them (or a cost limit) a
+    run's and a thread's usage show ``cost_usd``.
     ``approval_timeout``: a tool approval of an adapter that nobody answers in this long is
     declined (the run goes on, the call is not made); by default an approval waits for good.
     What a protocol reads besides ``get``, ``list`` and ``events`` (a run's last seq, its
@@ -149,6 +154,7 @@ class RunEngine:
         broken: Mapping[str, AgentBroken] | None = None,
         approval_timeout: Duration | None = None,
         limits: Limits | Mapping[str, Any] | None = None,
+        prices: Prices | Mapping[str, Any] | None = None,
     ) -> None:
         self.agents = _resolve_agents(agents, adapters)
         self.broken: dict[str, AgentBroken] = dict(broken or {})
@@ -163,6 +169,7 @@ class RunEngine:
         self.max_step_bytes = max_step_bytes
         self.approval_timeout = _seconds(approval_timeout)
         self.limits = limits if isinstance(limits, Limits) or limits is None else Limits.model_validate(limits)
+        self.prices = prices if isinstance(prices, Prices) or prices is None else Prices.model_validate(prices)
         self.host: Host = host or SERVER
         self.schedule_wake = schedule_wake if schedule_wake is not None else self.host.schedule_wake
         self.on_continue = on_continue if on_continue is not None else self.host.on_continue()
@@ -217,19 +224,30 @@ class RunEngine:
 
     async def thread_usage(self, thread_id: str, *, most: int = 10_000) -> builtins.list[dict[str, Any]]:
         """Token usage of every run of the thread (at most ``most`` runs, newest first), summed per
-        provider and model, as a run's ``usage`` is (snake_case). Each run's usage is its journal's."""
+        provider and model, as a run's ``usage`` is (snake_case), with its cost (``cost_usd``) where
+        :meth:`prices_for` a run of it prices it. Each run's usage is its journal's."""
         _check_thread_id(thread_id)
         entries: builtins.list[dict[str, Any]] = []
         cursor: str | None = None
+        prices: Prices | None = None
         seen = 0
         while seen < most:
             page = await self.store.list_runs(thread_id=thread_id, limit=200, cursor=cursor)
             seen += len(page.runs)
             entries += [entry for run in page.runs for entry in agui_usage(run.usage)]
+            prices = prices or next((found for run in page.runs if (found := self.prices_for(run))), None)
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
-        return record_usage(merge_usage(entries))
+        return record_usage(priced(merge_usage(entries), prices))
+
+    def prices_for(self, record: RunRecord) -> Prices | None:
+        """What prices ``record``'s usage: the deployment's ``prices``, or the known models' when the
+        run has a cost limit; None (no cost shown) otherwise, so ``genai-prices`` is not imported
+        by a deployment that never asked for a cost."""
+        if self.prices is not None:
+            return self.prices
+        return Prices() if record.limits is not None and record.limits.cost_usd is not None else None
 
     async def events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         if not jsontext.storable_name(run_id):
@@ -344,7 +362,8 @@ class RunEngine:
         definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
-        own = self.limits if limits is None else _limits(limits).within(self.limits)
+        ceiling = self.limits.lowered(definition.limits) if self.limits is not None else definition.limits
+        own = ceiling if limits is None else _limits(limits).within(ceiling)
         now = self.clock.time()
         moment = to_datetime(now)
         record = RunRecord(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, StoreUnavailable
 from .events import EventBuffer
 from .parks import Cancelled, Yielded
+from .prices import Prices
 from .records import JournalEntry, RunRecord
 from .retries import stored_key
 from .stores import Store
@@ -44,9 +45,11 @@ class Execution:
         delta_batch_ms: int,
         notify: Callable[[str], None] = lambda run_id: None,
         approval_timeout: float | None = None,
+        prices: Prices | None = None,
     ) -> None:
         self.record = record
         self.approval_timeout = approval_timeout  # seconds an adapter's tool approval waits, or None
+        self.prices = prices  # what the run's usage costs; None: the run shows no cost
         self.store = store
         self.owner = owner
         self.max_step_bytes = max_step_bytes

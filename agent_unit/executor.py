@@ -31,6 +31,7 @@ from .errors import (
 from .execution import Execution
 from .ids import new_id
 from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
+from .prices import priced
 from .records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
 from .retries import journal_view
 from .run import Run, active_run
@@ -129,6 +130,7 @@ class Executor:
             delta_batch_ms=self._engine.delta_batch_ms,
             notify=self._engine.tail.notify,
             approval_timeout=self._engine.approval_timeout,
+            prices=self._engine.prices_for(record),
         )
         task = asyncio.get_running_loop().create_task(
             self._execute(execution, fresh=fresh, kind=kind, opened=opened), name=f"agent-unit {record.id}"
@@ -193,7 +195,7 @@ class Executor:
                 outcome = wrapped or group
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on
                 outcome = exc
-            record.usage = record_usage(run.usage)
+            record.usage = record_usage(priced(run.usage, execution.prices))
             self._stop_renewal(execution, renewal)  # from here on this execution only saves its outcome
             try:
                 if isinstance(outcome, Park):

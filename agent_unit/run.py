@@ -326,13 +326,18 @@ class Run:
                 continue
             if key in self._journal:
                 return  # the call was made: it replays
-            passed = first_passed(self._limits, self._usage, calls)
+            passed = first_passed(self._limits, self._usage, calls, self._execution.prices)
             if passed is None:
                 return
             if self._limits.on_limit == "fail":
+                used = (
+                    f"no price for {', '.join(passed['unpriced'])}: give it in [prices]"
+                    if passed.get("unpriced")
+                    else f"used {passed['used']}"
+                )
                 raise LimitReached(
-                    f"run {self.id} would pass its {passed['limit']} limit ({passed['max']}, used "
-                    f"{passed['used']}) with model call {key}: the call was not made",
+                    f"run {self.id} would pass its {passed['limit']} limit ({passed['max']}, {used}) "
+                    f"with model call {key}: the call was not made",
                     details=passed,
                 )
             await self.interrupt(LIMIT_REACHED, {**passed, "call": key}, answer=Limits, key=where)

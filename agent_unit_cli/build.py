@@ -545,6 +545,7 @@ def build(
         "approval_timeout": config.approval_timeout,
         "require_answerer": config.require_answerer,
         "limits": None if config.limits is None else config.limits.model_dump(exclude_unset=True),
+        "prices": None if config.prices is None else config.prices.model_dump(exclude_unset=True),
         "adapters": config.adapters,
         "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
         "app_path": chosen.app_path,

@@ -20,6 +20,7 @@ from agent_unit.errors import ConfigError, TaskError
 from agent_unit.http.hostnames import HostNames
 from agent_unit.http.origins import Origins
 from agent_unit.limits import Limits
+from agent_unit.prices import Prices
 from agent_unit.stores import DEFAULT_STORE_PATH
 from agent_unit.tasks import check_schedule
 
@@ -38,6 +39,7 @@ ENGINE_KEYS = {
     "approval_timeout": "pass approval_timeout= to the create_agent_unit() your app mounts",
     "require_answerer": "pass require_answerer= to the create_agent_unit() your app mounts",
     "limits": "pass limits= to the create_agent_unit() your app mounts",
+    "prices": "pass prices= to the create_agent_unit() your app mounts",
     "mcp": "your app's own dependencies decide what the build vendors",
     "engine": "pass temporal= to the create_agent_unit() your app mounts",
     "temporal": "pass temporal= to the create_agent_unit() your app mounts",
@@ -139,7 +141,8 @@ class Config(BaseModel):
     retention: str | None = None
     approval_timeout: str | None = None  # tool approvals nobody answers in this long are declined
     require_answerer: bool = False  # a resume must say who answers (authorize's identity, or request.user)
-    limits: Limits | None = None  # [limits]: what each run may spend (tokens, model calls), and on_limit
+    limits: Limits | None = None  # [limits]: what each run may spend (tokens, model calls, cost), and on_limit
+    prices: Prices | None = None  # [prices]: USD per million tokens per model, for costs and cost limits
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     adapters: list[str] = []
     server: str | Server | None = None  # your own ASGI app ("module:app"), or a server preset's name or table
@@ -302,6 +305,7 @@ def _did_you_mean(loc: tuple[int | str, ...]) -> str:
         "temporal": Temporal,
         "server": Server,
         "limits": Limits,
+        "prices": Prices,
     }
     table = tables.get(str(loc[0]), Config) if len(loc) > 1 else Config
     close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1)

@@ -86,6 +86,7 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
             approval_timeout=config.approval_timeout,
             require_answerer=config.require_answerer,
             limits=config.limits,
+            prices=config.prices,
             public_url=public_url,
             ui=True,  # the approvals inbox, always on in development
             tasks=tasks_from_config(config.tasks, root=root.resolve()),  # the in-process scheduler runs them

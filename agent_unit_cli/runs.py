@@ -119,6 +119,7 @@ class Local:
                 "retention": config.retention,
                 "approval_timeout": config.approval_timeout,
                 "limits": config.limits,
+                "prices": config.prices,
             }
             try:
                 if config.temporal_table is not None:  # a resume or cancel goes through the run's workflow

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..agent import Agent
+from ..agent import Agent, FrameworkAgent
 from ..errors import AdapterError
 from .api import Adapter
 
@@ -83,14 +83,18 @@ def adapters(configured: Sequence[str | Adapter] = ()) -> list[Adapter]:
 
 
 def resolve_agent(name: str, value: Any, candidates: Iterable[Adapter]) -> Agent | None:
-    """``value`` as an agent: a ``define_agent`` agent as it is, or through the first adapter that matches.
+    """``value`` as an agent: a ``define_agent`` agent as it is, or through the first adapter that matches
+    (a framework's agent given to ``define_agent`` keeps the options it gave: limits, description).
 
     The built-ins come after ``candidates`` and are loaded here, once the user's modules (and
     so their frameworks) are imported.
     """
     if isinstance(value, Agent):
         return value
+    options = value if isinstance(value, FrameworkAgent) else None
+    framework = value.value if isinstance(value, FrameworkAgent) else value
     for adapter in [*candidates, *builtin_adapters()]:
-        if adapter.match(value):
-            return adapter.adapt(value, name=name)
+        if adapter.match(framework):
+            adapted = adapter.adapt(framework, name=name)
+            return adapted if options is None else options.apply(adapted)
     return None

@@ -73,7 +73,7 @@ async def test_a_start_may_lower_a_limit_never_raise_it_over_the_deployments() -
     lowered = await unit.engine.start("support", "hi", limits={"model_calls": 1}, wait=True)
     assert lowered.status == RunStatus.interrupted and lowered.limits is not None
     assert lowered.limits.model_calls == 1 and calls == [1]
-    with pytest.raises(InvalidArgument, match="over the deployment's limit"):
+    with pytest.raises(InvalidArgument, match="over the most a run of this agent may have"):
         await unit.engine.start("support", "hi", limits={"model_calls": 9})
     await unit.close()
 
@@ -85,7 +85,8 @@ async def test_a_start_over_http_may_carry_limits_and_an_unknown_one_is_refused(
         assert started.json()["limits"]["model_calls"] == 1 and started.json()["limits"]["total_tokens"] == 10_000
         assert started.json()["interrupt"]["name"] == "limit-reached"
         over = await http.post("/agents/support/runs", json={"input": "hi", "limits": {"total_tokens": 10**6}})
-        assert over.status_code == 422 and "over the deployment's limit" in over.json()["error"]["message"]
+        assert over.status_code == 422
+        assert "over the most a run of this agent may have" in over.json()["error"]["message"]
         unknown = await http.post("/agents/support/runs", json={"input": "hi", "limits": {"dollars": 5}})
         assert unknown.status_code == 422 and "limits.dollars" in unknown.json()["error"]["message"]
     await app.engine.aclose()
