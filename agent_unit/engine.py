@@ -59,7 +59,7 @@ from .records import (
 )
 from .retries import next_mark
 from .scheduler import Scheduler
-from .settling import unfinished_steps
+from .settling import holder_gone, unfinished_steps
 from .stores import Store, open_store
 from .sweeper import Sweeper, SweepResult
 from .tail import EventTail
@@ -598,7 +598,9 @@ class RunEngine:
 
         A running run may have a step in flight anywhere (a sync step's thread cannot be stopped):
         the cancelled record's ``settling`` names the steps still running, and the process running
-        them sets it to None once they have ended. This waits up to
+        them sets it to None once they have ended (or the sweep does, once that process's lease
+        lapses or it is seen to have ended; a cancel that finds it ended has nothing to settle).
+        This waits up to
         ``settle`` seconds for that, so the record returned says whether anything of the run still
         runs: ``settling`` None, nothing does; otherwise, which steps are still settling.
         """
@@ -609,15 +611,20 @@ class RunEngine:
             if interrupt_key is not None:
                 _check_interrupt(record, interrupt_key)
             expected = record.version
-            owner = record.lease_owner
-            live = record.status == RunStatus.running and owner is not None
-            if live:
+            owner, expires = record.lease_owner, record.lease_expires
+            settling: builtins.list[str] | None = None
+            if record.status == RunStatus.running and owner is not None:
                 running = self._executor.running(run_id)
-                settling = running if running is not None else await self._unfinished_steps(run_id)
+                if running is not None:
+                    settling = running
+                elif not holder_gone(record, self.clock.time()):  # a dead process runs nothing
+                    settling = await self._unfinished_steps(run_id)
             self._executor.finish(record, RunStatus.cancelled)
-            if live:
-                # The lease owner stays on the record: the one process that may say its steps ended.
-                record.settling, record.lease_owner = settling, owner
+            if settling is not None:
+                # The lease stays on the record: its owner is the one process that may say its steps
+                # ended, and renews it until then; the sweep looks again once it lapses (settling).
+                record.settling, record.lease_owner, record.lease_expires = settling, owner, expires
+                record.due_at = expires
             try:
                 await self.store.save_run(
                     record, expected_version=expected, events=[ev.dumps(ev.run_cancelled(record.id, record.thread_id))]

@@ -35,6 +35,7 @@ from .prices import priced
 from .records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
 from .retries import journal_view
 from .run import Run, active_run
+from .settling import settled
 from .tracebacks import user_frames
 
 if TYPE_CHECKING:
@@ -110,6 +111,10 @@ class Executor:
         """Running under another process's lease, which lapses unless that process renews it."""
         owner = record.lease_owner or ""
         return record.status == RunStatus.running and not owner.startswith(f"{self._engine.owner}/")
+
+    def ours(self, record: RunRecord) -> bool:
+        """Leased by this process (any claim of it)."""
+        return (record.lease_owner or "").startswith(f"{self._engine.owner}/")
 
     def lease_token(self) -> str:
         """This process and this claim: a step of an earlier execution of the same run in this
@@ -246,26 +251,55 @@ class Executor:
 
     async def _settle(self, execution: Execution) -> None:
         """After a cancel: once the threads of steps this execution left running have finished, say
-        so on the cancelled record (``settling`` None), if it names this execution's lease. No event:
-        the run's events end with its ``RUN_CANCELLED``. A task of its own: a thread that never ends
+        so on the cancelled record (``settling`` None), if it names this execution's lease; until
+        then, renew that lease, so the sweep takes its lapse for this process's end. No event: the
+        run's events end with its ``RUN_CANCELLED``. A task of its own: a thread that never ends
         must not hold up a shutdown."""
+        done = asyncio.ensure_future(execution.threads_done())
         try:
-            await execution.threads_done()
+            while not done.done():
+                await asyncio.wait([done], timeout=self._engine.lease_ttl / 3)
+                if not done.done() and not await self._renew_settling(execution):
+                    return  # not ours to say any more
             for _ in range(10):
                 record = await self._engine.store.load_run(execution.record.id)
                 if record is None or record.settling is None or record.lease_owner != execution.owner:
                     return  # not cancelled while this execution ran: taken over, or said already
-                expected = record.version
-                record.settling = None
-                record.lease_owner = None
-                try:
-                    await self._engine.store.save_run(record, expected_version=expected)
-                except RunConflict:
-                    continue
-                self._engine.tail.notify(record.id)
-                return
+                if await self.clear_settling(record):
+                    return
         except Exception:
             log.exception("saying that the cancelled run %s has settled failed", execution.record.id)
+        finally:
+            done.cancel()
+
+    async def _renew_settling(self, execution: Execution) -> bool:
+        """Extend the lease the cancelled record keeps for this execution; False if it names no
+        lease of this execution's any more (the sweep took its lapse for this process's end)."""
+        for _ in range(10):
+            record = await self._engine.store.load_run(execution.record.id)
+            if record is None or record.settling is None or record.lease_owner != execution.owner:
+                return False
+            expected = record.version
+            record.lease_expires = record.due_at = self._engine.clock.time() + self._engine.lease_ttl
+            try:
+                await self._engine.store.save_run(record, expected_version=expected)
+            except RunConflict:
+                continue
+            return True
+        return True  # busy: the next renewal tries again
+
+    async def clear_settling(self, record: RunRecord) -> bool:
+        """Say on the cancelled ``record`` (as read) that nothing of it runs any more; False if it
+        changed since it was read."""
+        expected = record.version
+        settled(record, self._engine.retention)
+        try:
+            await self._engine.store.save_run(record, expected_version=expected)
+        except RunConflict:
+            return False
+        record.version = expected + 1
+        self._engine.tail.notify(record.id)
+        return True
 
     async def _keep_lease(self, execution: Execution, task: asyncio.Task[Any] | None) -> None:
         """Renew the lease while the run executes; stop this execution if it was lost."""

@@ -22,6 +22,7 @@ from .errors import AgentBroken, RunConflict, RunNotFound, StoreUnavailable
 from .executor import Executor, maybe_await
 from .owners import owner_is_gone
 from .records import FINISHED, RunRecord, RunStatus
+from .settling import holder_gone
 
 if TYPE_CHECKING:
     from .engine import RunEngine
@@ -108,6 +109,12 @@ class Sweeper:
                 continue  # its file does not load: nothing to wake or recover until it does
             if record.status in (RunStatus.sleeping, RunStatus.interrupted):  # a deadline wakes as a sleep does
                 self.arm(record.id, record.due_at)
+            elif record.settling is not None and not self._executor.ours(record):  # cancelled, steps elsewhere
+                if owner_is_gone(record.lease_owner or ""):
+                    if await self._sweep_one(record, result, owner_gone=True):
+                        touched.append(record.id)
+                elif lapsing:
+                    self.arm(record.id, record.due_at + _LAPSE_MARGIN)
             elif self._executor.lapses(record) and owner_is_gone(record.lease_owner or ""):
                 if await self._sweep_one(record, result, owner_gone=True):
                     touched.append(record.id)
@@ -142,6 +149,16 @@ class Sweeper:
                 else:
                     why = "its lease lapsed, so the process executing it stopped" if crashed else _QUEUED_WHY
                 log.info("recovered run %s of agent %r: %s (attempt %d)", record.id, record.agent, why, record.attempt)
+            elif record.status in FINISHED and record.settling is not None:
+                now = self._engine.clock.time()
+                if not holder_gone(record, now):
+                    return False  # the process running its steps renewed its lease
+                if self._executor.ours(record) and now < (record.lease_expires or now) + self._engine.lease_ttl:
+                    return False  # this process, alive: its renewal is just late
+                if not await self._executor.clear_settling(record):
+                    return False
+                why = "has ended" if owner_gone else "let its lease lapse"
+                log.info("cancelled run %s settled: the process that ran its steps %s", record.id, why)
             elif record.status in FINISHED:
                 await self._engine.store.delete_run(record.id)
                 result.deleted += 1
@@ -214,6 +231,11 @@ class Sweeper:
         record = await self._engine.get(run_id)
         if record.status in (RunStatus.sleeping, RunStatus.interrupted):
             await self._engine.wake(run_id)  # a sleeper, or an interrupt whose deadline passed
+        elif record.settling is not None and record.due_at is not None and not self._executor.ours(record):
+            if record.due_at <= self._engine.clock.time():
+                await self._sweep_one(record, SweepResult())  # the settling steps' lease lapsed
+            else:
+                self.arm(run_id, record.due_at + _LAPSE_MARGIN)  # renewed: follow it
         elif record.status in _LEASED and record.due_at is not None and run_id not in self._executor.executions:
             if record.due_at <= self._engine.clock.time():
                 await self._sweep_one(record, SweepResult())  # the lease lapsed: recover this run, from this read

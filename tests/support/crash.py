@@ -35,10 +35,14 @@ if os.environ.get("CHILD_SETUP"):  # a module to import first (one that configur
     importlib.import_module(os.environ["CHILD_SETUP"])
 
 async def main():
-    engine = RunEngine(AGENTS, SQLiteStore(sys.argv[1]), lease_ttl="2s")
+    # CHILD_OWNER: a lease owner of another machine's form, which the OS here cannot prove ended
+    owner, ttl = os.environ.get("CHILD_OWNER"), os.environ.get("CHILD_LEASE_TTL", "2s")
+    engine = RunEngine(AGENTS, SQLiteStore(sys.argv[1]), lease_ttl=ttl, owner=owner)
     record = await engine.start(sys.argv[3], json.loads(sys.argv[4]))
     print(record.id, flush=True)
     await engine.wait(record.id)
+    if os.environ.get("CHILD_STAYS"):  # a server lives on after the run ends (a cancelled step settles)
+        await asyncio.Event().wait()
 
 asyncio.run(main())
 """
@@ -48,6 +52,17 @@ async def start_and_kill(
     db: Path, agents: str, agent: str, input: Any, *, marker: Path, env: Mapping[str, str] | None = None
 ) -> str:
     """Start ``agent`` of ``agents`` (``module:ATTRIBUTE``) in a child; SIGKILL it at the marker; the run id."""
+    child, run_id = await start_child(db, agents, agent, input, marker=marker, env=env)
+    assert child.poll() is None, "the child ended before it was killed"
+    kill(child)
+    return run_id
+
+
+async def start_child(
+    db: Path, agents: str, agent: str, input: Any, *, marker: Path, env: Mapping[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """Start ``agent`` of ``agents`` in a child, and wait for it to reach the marker: the child
+    (for :func:`kill`, which the caller must call, even on failure) and the run id."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "HANG_MARKER": str(marker), **(env or {})}
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(db), agents, agent, json.dumps(input)],
@@ -55,15 +70,26 @@ async def start_and_kill(
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert child.stdout is not None
-    run_id = child.stdout.readline().strip()
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert time.monotonic() < deadline, "the child never reached the marker"
-        await asyncio.sleep(0.02)
-    os.kill(child.pid, signal.SIGKILL)
-    assert child.wait(timeout=10) == -signal.SIGKILL
-    return run_id
+    try:
+        assert child.stdout is not None
+        run_id = child.stdout.readline().strip()
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the child never reached the marker"
+            await asyncio.sleep(0.02)
+    except BaseException:
+        kill(child)
+        raise
+    return child, run_id
+
+
+def kill(child: subprocess.Popen[str]) -> None:
+    """SIGKILL the child (if it still runs) and reap it."""
+    if child.poll() is None:
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=10) == -signal.SIGKILL
+    if child.stdout is not None:
+        child.stdout.close()
 
 
 async def recover(agents: Mapping[str, Any], db: Path, run_id: str) -> RunRecord:

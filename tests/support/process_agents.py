@@ -74,4 +74,24 @@ async def plodder(input: int, run: Run) -> int:
     return input
 
 
-AGENTS = {"crashable": crashable, "approval": approval, "nap": nap, "ticker": ticker, "plodder": plodder}
+@define_agent
+async def charging(input: None, run: Run) -> str:
+    """A blocking call in a step's thread (a payment API): it hangs after saying so at ``HANG_MARKER``."""
+
+    def charge() -> str:
+        time.sleep(0.3)  # past STEP_STARTED_WAIT: the step's STEP_STARTED is stored
+        Path(os.environ["HANG_MARKER"]).write_text("charging")
+        time.sleep(3600)
+        return "charged"
+
+    return await run.step("charge", charge)
+
+
+AGENTS = {
+    "crashable": crashable,
+    "approval": approval,
+    "nap": nap,
+    "ticker": ticker,
+    "plodder": plodder,
+    "charging": charging,
+}
