@@ -140,10 +140,11 @@ class RunRecord(BaseModel):
     answers: list[Answer] = []
     retry: RetryMark | None = None
     limits: Limits | None = None
-    """What the run may spend (tokens, model calls), checked before each model call."""
+    """What the run may spend (tokens, model calls, cost), checked before each model call."""
     settling: list[str] | None = None
     """After a cancel of a running run: the steps still running (a thread cannot be stopped), until
-    the process executing them says they have ended; None once nothing of the run runs anywhere."""
+    the process executing them says they have ended, or is gone (its lease, which it renews while
+    they run, lapsed, or the OS shows it ended); None once nothing of the run runs anywhere."""
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
