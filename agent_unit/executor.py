@@ -213,6 +213,7 @@ class Executor:
                         error=outcome,
                         step=run.failed_step(outcome),
                         key=run.failed_key(outcome),
+                        unfinished=run.unfinished,
                     )
                 else:
                     await self._end(execution, RunStatus.completed, output=output)
@@ -379,6 +380,7 @@ class Executor:
         error: BaseException | None = None,
         step: str | None = None,
         key: str | None = None,
+        unfinished: list[str] | None = None,
     ) -> None:
         """End the run: ``output`` is storable already (:meth:`_stored_output`); ``step`` names the
         step ``error`` came from, ``key`` its journal key (what a retry runs again). The error's text
@@ -403,6 +405,7 @@ class Executor:
                 message=message,
                 step=step and jsontext.scrub(step),
                 key=key,
+                unfinished=[name for name in unfinished or () if name != key],
                 frames=frames,
             )
             event = ev.run_error(message, jsontext.scrub(code))

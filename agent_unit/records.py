@@ -81,6 +81,9 @@ class RetryMark(BaseModel):
 
     key: str | None = None
     replays: int = 0
+    unfinished: list[str] = []
+    """Work that was still running beside the failure: new work the retry may run before ``replays``
+    entries are replayed (the journal order of concurrent work is not the order it starts in)."""
     superseded: dict[str, int] = {}
     at: datetime
     count: int = 1
@@ -115,6 +118,9 @@ class RunError(BaseModel):
     step: str | None = None
     key: str | None = None
     """The journal key of the step (or model or tool call) that failed: what a retry runs again."""
+    unfinished: list[str] = []
+    """The journal keys of work still running beside the failed one (other branches of an
+    ``asyncio.gather``): nothing of it was journaled, so a retry runs it again too."""
     frames: list[ErrorFrame] = []
 
 

@@ -9,8 +9,9 @@ unique per run in every store, so the new outcome cannot take the old one's key)
 an operation of its own: the superseded keys live in the run record (:class:`RetryMark`).
 
 The code that continues is the code deployed now (after the fix). Up to the failed work it must
-make the calls it made before: :func:`check_new_work` refuses new work while entries recorded
-before the failure are still to be replayed, with a :class:`NonDeterminismError` that names the
+make the calls it made before: :func:`check_new_work` refuses new work (other than the failed
+work and the work still running beside it when it failed) while entries recorded before the
+failure are still to be replayed, with a :class:`NonDeterminismError` that names the
 step, instead of running a side effect the journal does not expect.
 """
 
@@ -55,6 +56,8 @@ def next_mark(record: RunRecord, journal: dict[str, JournalEntry], now: datetime
     count = 1 if previous is None else previous.count + 1
     superseded = {} if previous is None else dict(previous.superseded)
     failed = record.error.key if record.error is not None else None
+    given = [*(record.error.unfinished if record.error is not None else ()), *(previous.unfinished if previous else ())]
+    unfinished = sorted({key for key in given if key not in journal})
     view = journal_view(journal, previous)
     if failed is not None and failed in view and view[failed].error is not None:
         superseded[failed] = count
@@ -66,14 +69,15 @@ def next_mark(record: RunRecord, journal: dict[str, JournalEntry], now: datetime
         replays, key = max(previous.replays, len(view)), previous.key
     else:
         replays, key = len(view), None
-    return RetryMark(key=key, replays=replays, superseded=superseded, at=now, count=count)
+    return RetryMark(key=key, replays=replays, unfinished=unfinished, superseded=superseded, at=now, count=count)
 
 
 def check_new_work(mark: RetryMark | None, *, replayed: int, key: str, name: str, run_id: str, agent: str) -> None:
     """Refuse new work (named ``name``, under journal ``key``) that a retried run's journal does not
-    expect: any work but the retried one while entries recorded before the failure are still to
-    be replayed (``replayed`` of them have been)."""
-    if mark is None or replayed >= mark.replays or key == mark.key:
+    expect: any work but the retried one, or work that was still running beside the failure
+    (``asyncio.gather``'s other branches, which may start before journaled siblings replay), while
+    entries recorded before the failure are still to be replayed (``replayed`` of them have been)."""
+    if mark is None or replayed >= mark.replays or key == mark.key or key in mark.unfinished:
         return
     left = mark.replays - replayed
     raise NonDeterminismError(

@@ -222,6 +222,7 @@ class Run:
         # the run's error can name the step it came from.
         self._step_errors: dict[int, tuple[BaseException, str, str | None]] = {}
         self._messages_after = 0  # the seq of the last event run.messages() has read
+        self._running: set[str] = set()  # keys of new work started and not journaled yet
         self._limits = record.limits  # raised by each journaled answer to limit-reached, in replay order
         self._model_calls = 0  # model calls reached so far (replayed or made)
         self.shown_tool_calls: set[str] = set()
@@ -306,6 +307,12 @@ class Run:
         that does not replay the journal (nothing of it was journaled)."""
         found = self._failed(error)
         return None if found is None else found[1]
+
+    @property
+    def unfinished(self) -> list[str]:
+        """The journal keys of the work running now that has not been journaled yet, sorted: when
+        the run fails, the branches of an ``asyncio.gather`` still running beside the failed one."""
+        return sorted(self._running)
 
     async def check_limits(self, key: str) -> None:
         """Before the model call journaled as ``key`` (``ctx.durable.model`` calls this): if making it
@@ -466,6 +473,7 @@ class Run:
         observed = None if execution.telemetry is None else execution.telemetry.work(key, name)
         attempt = 1
         execution.enter_step(name)
+        self._running.add(key)
         try:
             token = _current_step.set(context)
             try:
@@ -514,6 +522,7 @@ class Run:
             raise
         finally:
             execution.leave_step(name)
+            self._running.discard(key)
         if observed is not None:
             observed.end(None, attempt)
         return value

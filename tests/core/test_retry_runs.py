@@ -177,3 +177,51 @@ async def test_of_two_concurrent_retries_exactly_one_wins(store_factory: StoreFa
     assert [name for name, _ in calls] == ["load", "charge", "charge", "notify"]  # the charge ran once more
     for unit in (before, first, second):
         await unit.close()
+
+
+def gathering(ran: list[str], *, bug: bool) -> Any:
+    """Three steps at once: ``slow`` is still running when ``charge`` fails, after ``quick`` finished."""
+
+    @define_agent
+    async def agent(input: None, run: Run) -> list[str]:
+        await run.step("load", lambda: ran.append("load"))
+
+        async def slow() -> str:
+            ran.append("slow")
+            await asyncio.sleep(1.0 if bug else 0)  # still running when its sibling fails
+            return "slow"
+
+        def quick() -> str:
+            ran.append("quick")
+            return "quick"
+
+        def charge() -> str:
+            ran.append("charge")
+            if bug:
+                raise KeyError("amount")
+            return "charged"
+
+        async def charge_later() -> str:
+            await asyncio.sleep(0.2)  # once quick is journaled
+            return await run.step("charge", charge)
+
+        return list(await asyncio.gather(run.step("slow", slow), run.step("quick", quick), charge_later()))
+
+    return agent
+
+
+async def test_a_gather_whose_unfinished_branch_precedes_the_failed_one_is_retried(
+    store_factory: StoreFactory,
+) -> None:
+    ran: list[str] = []
+    before = create_test_unit({"a": gathering(ran, bug=True)}, store_factory())
+    failed = await before.run("a")
+    assert failed.status == RunStatus.failed and failed.error is not None and failed.error.step == "charge"
+    await asyncio.sleep(1.2)  # the slow branch ends after the run failed: its outcome is not the run's
+    fixed = create_test_unit({"a": gathering(ran, bug=False)}, store_factory(), clock=before.clock)
+    done = await fixed.engine.retry(failed.id, wait=True)
+    assert done.status == RunStatus.completed, done.error
+    assert done.output == ["slow", "quick", "charged"]
+    assert ran.count("load") == 1 and ran.count("quick") == 1 and ran.count("charge") == 2
+    await before.close()
+    await fixed.close()
