@@ -17,7 +17,7 @@ import functools
 import hashlib
 import json
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,7 +45,7 @@ from .errors import (
 from .events import MESSAGE, custom, dumps, step_finished, step_retry, step_started
 from .limits import LIMIT_REACHED, Limits, first_passed
 from .parks import Cancelled, Interrupted, Sleeping
-from .records import Interrupt, JournalEntry
+from .records import Interrupt, JournalEntry, agui_usage
 from .retries import check_new_work
 from .retry import RetryPolicy
 from .usage import merge_usage
@@ -374,6 +374,7 @@ class Run:
         /,
         *,
         retry: RetryPolicy | None = None,
+        usage: Callable[[T], Mapping[str, Any] | None] | None = None,
     ) -> Awaitable[T]:
         """Run ``fn`` once; a replay returns its journaled result (or raises its journaled error).
 
@@ -381,12 +382,18 @@ class Run:
         makes a JSON round trip and is validated to ``fn``'s return annotation, so it is the
         same value whether the step ran or replayed. ``retry`` tries ``fn`` again when it
         raises (see :class:`RetryPolicy`); without one a step that raises fails at once.
+        ``usage(result)`` makes the step a model call of the run's own: it gives the tokens the
+        call spent (``{"provider", "model", "input_tokens", "output_tokens"}``), which count in the
+        run's usage, and the run's limits are checked before it runs, as a framework's model call's.
         """
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"run.step(retry=...) takes a RetryPolicy, not {type(retry).__name__}")
+        key = self.next_key("step", name)
+        if usage is not None:
+            return self._model_step(key, name, fn, retry, usage)
         # The coroutine of journaled() itself, not one awaiting it: a step is one coroutine fewer.
         return self.journaled(
-            self.next_key("step", name),
+            key,
             name,
             fn,
             None,
@@ -395,6 +402,39 @@ class Run:
             started=(step_started(name),),
             finished=functools.partial(step_finished, name),
             retry=retry,
+        )
+
+    async def _model_step(
+        self,
+        key: str,
+        name: str,
+        fn: Callable[..., Any],
+        retry: RetryPolicy | None,
+        usage: Callable[[Any], Mapping[str, Any] | None],
+    ) -> Any:
+        """A step that reports the tokens it spent: checked against the run's limits first."""
+        await self.check_limits(key)
+
+        def spent(result: Any) -> dict[str, Any] | None:
+            found = usage(result)
+            if not found:
+                return None
+            entry = agui_usage([dict(found)])[0]
+            if "totalTokens" not in entry:  # as the framework adapters report it
+                entry["totalTokens"] = (entry.get("inputTokens") or 0) + (entry.get("outputTokens") or 0)
+            return entry
+
+        return await self.journaled(
+            key,
+            name,
+            fn,
+            None,
+            return_annotation(fn),
+            what=f"the result of step {name!r}",
+            started=(step_started(name),),
+            finished=functools.partial(step_finished, name),
+            retry=retry,
+            usage=spent,
         )
 
     async def journaled(
