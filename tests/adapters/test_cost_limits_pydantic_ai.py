@@ -5,6 +5,8 @@ agent's own limits hold beside the deployment's (the lower wins) and a start may
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 from genai_prices import Usage, calc_price
@@ -13,6 +15,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_unit import RunStatus, create_agent_unit, define_agent
+from agent_unit.discovery import discover_agents
 from agent_unit.errors import InvalidArgument
 from agent_unit.prices import Prices
 from agent_unit.testing import create_test_unit, execute_again
@@ -162,3 +165,16 @@ async def test_an_agents_on_limit_overrides_the_deployments() -> None:
     lowered = await unit.engine.start("support", "hi", limits={"total_tokens": 5}, wait=True)
     assert lowered.limits is not None and lowered.limits.on_limit == "fail"  # a start naming none keeps it
     await unit.close()
+
+
+def test_a_framework_agent_given_limits_in_its_file_is_discovered_once_with_them(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "helpdesk.py").write_text(
+        "from pydantic_ai import Agent\n"
+        "from agent_unit import define_agent\n\n"
+        "support = Agent('test', name='support')\n"
+        "agent = define_agent(support, description='Answers tickets.', limits={'total_tokens': 900})\n"
+    )
+    [(name, agent)] = discover_agents(tmp_path).items()
+    assert name == "helpdesk" and agent.framework == "pydantic-ai" and agent.description == "Answers tickets."
+    assert agent.limits is not None and agent.limits.total_tokens == 900

@@ -82,7 +82,7 @@ async def test_steps_that_report_no_usage_are_not_held_by_limits() -> None:
 
     @define_agent(limits={"model_calls": 0, "total_tokens": 0})
     async def agent(input: None, run: Run) -> int:
-        for i in range(3):
+        for _ in range(3):
             await run.step("work", lambda: ran.append("work"))
         return 3
 
