@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import ValidationError
+from pydantic.alias_generators import to_snake
 
 from . import env, jsontext
 from .answers import type_ref
@@ -48,7 +49,7 @@ from .parks import Cancelled, Interrupted, Sleeping
 from .records import Interrupt, JournalEntry, agui_usage
 from .retries import check_new_work
 from .retry import RetryPolicy
-from .usage import merge_usage
+from .usage import COUNTS, merge_usage
 
 if TYPE_CHECKING:
     from .execution import Execution
@@ -420,6 +421,10 @@ class Run:
             if not found:
                 return None
             entry = agui_usage([dict(found)])[0]
+            wrong = [key for key in COUNTS if key in entry and not (type(entry[key]) is int and entry[key] >= 0)]
+            if wrong:
+                given = f"{to_snake(wrong[0])} = {entry[wrong[0]]!r}"
+                raise TypeError(f"step {name!r}: usage gave {given}: token counts are whole numbers")
             if "totalTokens" not in entry:  # as the framework adapters report it
                 entry["totalTokens"] = (entry.get("inputTokens") or 0) + (entry.get("outputTokens") or 0)
             return entry

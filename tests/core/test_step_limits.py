@@ -89,3 +89,15 @@ async def test_steps_that_report_no_usage_are_not_held_by_limits() -> None:
     unit = create_test_unit({"a": agent})
     assert (await unit.run("a")).status == RunStatus.completed and ran == ["work"] * 3
     await unit.close()
+
+
+async def test_a_step_whose_usage_is_not_counts_fails_saying_which() -> None:
+    @define_agent
+    async def agent(input: None, run: Run) -> str:
+        return await run.step("ask", lambda: "hi", usage=lambda r: {"model": "m-1", "input_tokens": "12"})
+
+    unit = create_test_unit({"a": agent})
+    failed = await unit.run("a")
+    assert failed.error is not None and failed.error.type == "TypeError"
+    assert "usage gave input_tokens = '12'" in failed.error.message
+    await unit.close()
