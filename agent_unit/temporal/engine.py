@@ -160,8 +160,26 @@ class TemporalEngine(RunEngine):
                 raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
             log.warning("the resume Update of run %s failed: %s %s", run_id, exc.status.name, exc.message)
             raise EngineUnavailable(f"Temporal did not take the answer for run {run_id}: {exc.message}") from None
-        record.status, record.interrupt = RunStatus.running, None
-        return await self.wait(run_id, after=record.version) if wait else record
+        if wait:
+            return await self.wait(run_id, after=record.version)
+        return await self._taken(record)
+
+    async def _taken(self, record: RunRecord, *, limit: float = 10.0) -> RunRecord:
+        """The run once a worker saved the answer its workflow took (the store moved past ``record``),
+        so a reader that comes next finds it running, not still parked; as sent, after ``limit``
+        seconds with no worker to take it (the answer is in Temporal: it is taken when one comes)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        while True:
+            waiter = self.tail.listen(record.id)
+            now = await self.get(record.id)
+            if now.version > record.version:
+                return now
+            if loop.time() >= deadline:
+                record.status, record.interrupt = RunStatus.running, None
+                return record
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter.wait(), 1.0 if self.tail.hearing else 0.02)
 
     async def cancel(self, run_id: str, *, interrupt_key: str | None = None, settle: float = 5.0) -> RunRecord:
         """Save the run as cancelled, then cancel its workflow (which, if it is already cancelling, does nothing)."""
