@@ -422,6 +422,7 @@ class RunEngine:
         wait: bool = False,
         interrupt_key: str | None = None,
         answered_by: str | None = None,
+        accepted_at: float | None = None,
     ) -> RunRecord:
         """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema.
 
@@ -430,9 +431,13 @@ class RunEngine:
         the check and the save are one compare-and-set. ``answered_by``: who answered, recorded
         with when in the run's ``answers`` and its resumed segment's ``RUN_STARTED``. An answer
         after the interrupt's deadline is refused (:class:`~agent_unit.errors.InterruptExpired`, 409).
+        ``accepted_at``: when the answer was taken, if not now: an engine that takes answers before
+        it saves them (Temporal's Update) passes that time, so an answer taken before the deadline
+        is not late when it is saved after it.
         """
         record = await self.get(run_id)
-        late = late_answer(record, self.clock.time())
+        now = self.clock.time() if accepted_at is None else accepted_at
+        late = late_answer(record, now)
         if late is not None:
             raise late
         if record.status != RunStatus.interrupted or record.interrupt is None:
@@ -440,7 +445,7 @@ class RunEngine:
         _check_interrupt(record, interrupt_key)
         interrupt = record.interrupt
         text = check_answer(record, answer, limit=self.max_step_bytes)
-        moment = to_datetime(self.clock.time())
+        moment = to_datetime(now)
         assert moment is not None
         record.answers = [
             *record.answers,

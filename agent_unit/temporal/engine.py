@@ -24,12 +24,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..answers import check_answer
+from ..deadlines import late_answer
 from ..engine import RunEngine, SweepResult
 from ..errors import EngineUnavailable, NotInterrupted, RunConflict
 from ..limits import Limits
 from ..records import RunRecord, RunStatus
 from .settings import TemporalSettings
-from .workflow import AGENT, CONFLICT, RUN_WORKFLOW, STATUS, THREAD
+from .workflow import AGENT, CONFLICT, EXPIRED, RUN_WORKFLOW, STATUS, THREAD
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -133,16 +134,22 @@ class TemporalEngine(RunEngine):
         wait: bool = False,
         interrupt_key: str | None = None,
         answered_by: str | None = None,
+        accepted_at: float | None = None,
     ) -> RunRecord:
         """Answer the run's interrupt through its workflow's ``resume`` Update (see the module);
-        ``answered_by`` goes with it, and the activity that takes the answer records it."""
+        ``answered_by`` goes with it, and the activity that takes the answer records it. An answer
+        after the interrupt's deadline is refused (``InterruptExpired``, 409), as natively."""
         from temporalio.client import WorkflowUpdateFailedError
         from temporalio.service import RPCError
 
         record = await self.get(run_id)
+        late = late_answer(record, self.clock.time() if accepted_at is None else accepted_at)
+        if late is not None:
+            raise late
         if record.status != RunStatus.interrupted or record.interrupt is None:
             raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
         key = record.interrupt.key
+        deadline = record.interrupt.expires_at
         if interrupt_key is not None and interrupt_key != key:
             raise RunConflict(f"run {run_id} no longer waits at {interrupt_key} (now: {key}): read the run again")
         check_answer(record, answer, limit=self.max_step_bytes)  # a bad answer: 422, nothing sent
@@ -150,11 +157,17 @@ class TemporalEngine(RunEngine):
         try:
             await handle.execute_update("resume", args=[key, answer, answered_by])
         except WorkflowUpdateFailedError as exc:
-            if getattr(exc.cause, "type", None) == CONFLICT:
+            refused = getattr(exc.cause, "type", None)
+            if refused == EXPIRED and deadline is not None:  # its timer fired while this answer was on its way
+                raise late_answer(record, deadline.timestamp()) or RunConflict(f"run {run_id} moved on") from None
+            if refused == CONFLICT:
                 raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
             raise
         except RPCError as exc:
             now = await self.get(run_id)
+            late = late_answer(now, self.clock.time())
+            if late is not None:
+                raise late from None
             if now.status != RunStatus.interrupted or now.interrupt is None or now.interrupt.key != key:
                 # Its workflow moved on, or ended, while this answer was on its way: another won.
                 raise RunConflict(f"run {run_id} was resumed already: read the run again") from None

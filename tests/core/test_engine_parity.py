@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from agent_unit import RunEngine, RunRecord, RunStatus, create_agent_unit
-from agent_unit.errors import RunConflict
+from agent_unit.errors import InterruptExpired, RunConflict
 
 from ..support.crash import start_and_kill
 from ..support.engine_agents import AGENTS
@@ -50,15 +50,25 @@ class Subject:
         self.engine = self.open(worker=True)
         self.engine.start_background()
 
-    def open(self, *, worker: bool, queue: str | None = None, **options: Any) -> RunEngine:
-        """Another engine over the same store (and, on Temporal, the same task queue): another server."""
+    def open(
+        self,
+        *,
+        worker: bool,
+        queue: str | None = None,
+        agents: dict[str, Any] | None = None,
+        store: str | None = None,
+        **options: Any,
+    ) -> RunEngine:
+        """Another engine over the same store (and, on Temporal, the same task queue): another server.
+        Other ``agents`` need a ``store`` and ``queue`` of their own: a server without an agent fails its runs."""
         engine: RunEngine
+        agents, store = AGENTS if agents is None else agents, store or self.store
         if self.temporal is None:
-            engine = RunEngine(AGENTS, self.store, lease_ttl=HEARTBEAT, **options)
+            engine = RunEngine(agents, store, lease_ttl=HEARTBEAT, **options)
         else:
             from agent_unit.temporal import TemporalEngine
 
-            engine = TemporalEngine(AGENTS, self.store, temporal=self.settings(queue), worker=worker, **options)
+            engine = TemporalEngine(agents, store, temporal=self.settings(queue), worker=worker, **options)
         self.engines.append(engine)
         return engine
 
@@ -214,6 +224,58 @@ async def test_a_step_that_finished_before_its_executor_was_killed_never_runs_ag
     assert len(unit.lines("one")) == 1  # finished before the kill: never again
     assert len(unit.lines("two-start")) == 2 and len(unit.lines("two-end")) == 1  # cut: once more
     assert len(unit.lines("three")) == 1
+
+
+async def test_an_interrupt_deadline_passes_unanswered_and_the_run_goes_on_with_its_default(unit: Subject) -> None:
+    parked = await unit.engine.start("deadline", 1.0, wait=True)
+    assert parked.status == RunStatus.interrupted
+    assert parked.interrupt is not None and parked.interrupt.expires_at is not None
+    done = await finished(unit.engine, parked.id, within=30)
+    assert done.status == RunStatus.completed and done.output == "expired"
+    assert [(answer.interrupt, answer.expired) for answer in done.answers] == [("approve", True)]
+    assert unit.lines("after") == [f"after {parked.id} False"]
+    events = [event.to_dict() for event in await unit.engine.events(parked.id)]
+    expired = [event for event in events if event.get("name") == "agent-unit.interrupt-expired"]
+    assert len(expired) == 1 and expired[0]["value"]["key"] == parked.interrupt.key
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    with pytest.raises(InterruptExpired) as late:  # the answer that comes after: 409, saying why
+        await unit.engine.resume(parked.id, True)
+    assert late.value.code == "interrupt_expired" and late.value.status == 409
+
+
+async def test_an_interrupt_deadline_with_no_default_raises_where_the_agent_waits(unit: Subject) -> None:
+    parked = await unit.engine.start("strict", 1.0, wait=True)
+    assert parked.status == RunStatus.interrupted
+    done = await finished(unit.engine, parked.id, within=30)
+    assert done.status == RunStatus.completed and done.output == "expired"
+
+
+async def test_an_answer_before_the_deadline_wins_and_the_deadline_never_fires(unit: Subject) -> None:
+    parked = await unit.engine.start("deadline", 1.5, wait=True)
+    done = await unit.engine.resume(parked.id, True, wait=True)
+    assert done.status == RunStatus.completed and done.output == "approved"
+    await asyncio.sleep(2.0)  # past the deadline
+    again = await unit.engine.get(parked.id)
+    assert again.version == done.version and [answer.expired for answer in again.answers] == [False]
+    assert unit.lines("after") == [f"after {parked.id} True"]
+
+
+async def test_a_tool_approval_nobody_answers_within_approval_timeout_is_declined(unit: Subject) -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
+    fixtures.LOG.clear()
+    store = f"sqlite:///{unit.tmp_path / 'approvals.db'}"
+    engine = unit.open(
+        worker=True, queue=f"{unit.queue}-approvals", agents=fixtures.AGENTS, store=store, approval_timeout="1s"
+    )
+    engine.start_background()
+    parked = await engine.start("support", "refund my order", wait=True)
+    assert parked.interrupt is not None and parked.interrupt.name == "tool-approval"
+    assert parked.interrupt.expires_at is not None
+    done = await finished(engine, parked.id, within=30)
+    assert done.status == RunStatus.completed and done.output == "done: nobody answered by the deadline"
+    assert not any(line.startswith("refund") for line in fixtures.LOG)  # the tool was not called
+    assert [answer.expired for answer in done.answers] == [True]
 
 
 def sse(text: str) -> list[dict[str, Any]]:
