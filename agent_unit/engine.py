@@ -496,6 +496,32 @@ class RunEngine:
         there (see :mod:`agent_unit.retries`). One compare-and-set: of concurrent retries, exactly
         one wins and the others get ``RunConflict`` (409).
         """
+        record, events = await self._retried(run_id)
+        try:
+            await self._executor.claim(record, events=events, kind="retry")
+        except RunConflict:
+            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
+        return await self.wait(run_id) if wait else record
+
+    async def queue_retry(self, run_id: str) -> RunRecord:
+        """Mark a failed run for a retry, as :meth:`retry` does, but execute nothing: it is saved
+        queued, for an engine that executes runs elsewhere (Temporal's workers) to take. One
+        compare-and-set: of concurrent retries, exactly one wins; the others get ``RunConflict``."""
+        record, events = await self._retried(run_id)
+        expected = record.version
+        record.status = RunStatus.queued
+        record.lease_owner = record.lease_expires = None
+        record.due_at = self.clock.time()  # whoever sweeps continues it, as a run handed back
+        try:
+            await self.store.save_run(record, expected_version=expected, events=[ev.dumps(event) for event in events])
+        except RunConflict:
+            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
+        record.version = expected + 1
+        self.tail.notify(run_id)
+        return record
+
+    async def _retried(self, run_id: str) -> tuple[RunRecord, tuple[dict[str, Any], ...]]:
+        """The failed run as its retry saves it (not saved yet), and the events the retry begins with."""
         record = await self.get(run_id)
         if record.status != RunStatus.failed:
             raise NotFailed(f"run {run_id} is {record.status.value}, not failed: only a failed run is retried")
@@ -512,12 +538,7 @@ class RunEngine:
         record.finished_at = None
         record.attempt += 1
         retried = ev.custom(ev.RETRIED, {"count": mark.count, "key": mark.key, "step": step})
-        started = ev.run_started(record.id, record.thread_id, record.attempt)
-        try:
-            await self._executor.claim(record, events=(started, retried), kind="retry")
-        except RunConflict:
-            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
-        return await self.wait(run_id) if wait else record
+        return record, (ev.run_started(record.id, record.thread_id, record.attempt), retried)
 
     async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
         """Deliver a message to a run that has not finished; the agent reads it with ``run.messages()``.

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import events as ev
 from ..answers import check_answer
 from ..deadlines import late_answer
 from ..engine import RunEngine, SweepResult
@@ -98,7 +99,17 @@ class TemporalEngine(RunEngine):
         """Store the run and start its workflow; ``EngineUnavailable`` (503, no run kept) if Temporal
         cannot be reached."""
         record = await self.create(agent, input, thread_id=thread_id, limits=limits)
-        from temporalio.common import SearchAttributePair, TypedSearchAttributes
+        try:
+            await self._start_workflow(record)
+        except EngineUnavailable:
+            await self.discard(record.id)
+            raise
+        return await self.wait(record.id) if wait else record
+
+    async def _start_workflow(self, record: RunRecord, *, again: bool = False) -> None:
+        """Start the run's workflow (``again``: a retry's, in place of the closed one of the failed
+        run, or of one still closing); ``EngineUnavailable`` if Temporal cannot be reached or refuses."""
+        from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 
         searchable = self.temporal.search_attributes
         params = {"run_id": record.id, "heartbeat": self.temporal.heartbeat_seconds, "search_attributes": searchable}
@@ -107,6 +118,10 @@ class TemporalEngine(RunEngine):
             SearchAttributePair(THREAD, record.thread_id),
             SearchAttributePair(STATUS, "queued"),
         ]
+        # A failed run's workflow returns once the failure is saved: a retry at once may find it
+        # still closing, with nothing left to do. Only the retry that won the run's compare-and-set
+        # gets here, so replacing it never replaces a live one.
+        conflict = WorkflowIDConflictPolicy.TERMINATE_EXISTING if again else WorkflowIDConflictPolicy.FAIL
         try:
             client = await self.client()
             await client.start_workflow(
@@ -117,14 +132,13 @@ class TemporalEngine(RunEngine):
                 memo={"agent": record.agent, "thread_id": record.thread_id},
                 search_attributes=TypedSearchAttributes(attributes if searchable else []),
                 static_summary=f"agent-unit run of {record.agent}",
+                id_conflict_policy=conflict,
             )
+        except EngineUnavailable:
+            raise
         except Exception as exc:
-            await self.discard(record.id)
-            if isinstance(exc, EngineUnavailable):
-                raise
             log.exception("starting the workflow of run %s failed", record.id)
             raise EngineUnavailable(f"Temporal refused to start run {record.id} ({type(exc).__name__})") from None
-        return await self.wait(record.id) if wait else record
 
     async def resume(
         self,
@@ -217,10 +231,30 @@ class TemporalEngine(RunEngine):
                 await asyncio.wait_for(waiter.wait(), 1.0 if self.tail.hearing else 0.05)
 
     async def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
-        """Not with Temporal yet: a retry would execute the run outside its workflow."""
-        raise RunConflict(
-            f"run {run_id} cannot be retried with engine = 'temporal' yet: start a new run with the same input"
-        )
+        """Retry a failed run from the work that failed (see :meth:`RunEngine.retry`) in a new
+        workflow of the same id: the retry is saved first, one compare-and-set, so of concurrent
+        retries exactly one wins (409 for the others) and starts it. If Temporal refuses the start,
+        the run is failed again as it was (``EngineUnavailable``, 503: retry it later)."""
+        before = await self.get(run_id)
+        record = await self.queue_retry(run_id)
+        try:
+            await self._start_workflow(record, again=True)
+        except EngineUnavailable:
+            await self._unqueue(record, before)
+            raise
+        return await self.wait(run_id, after=record.version) if wait else record
+
+    async def _unqueue(self, record: RunRecord, before: RunRecord) -> None:
+        """Fail the run again as ``before`` (its retry's workflow did not start), unless it moved on."""
+        record.status, record.error, record.retry = RunStatus.failed, before.error, before.retry
+        record.attempt, record.finished_at, record.due_at = before.attempt, before.finished_at, None
+        message = before.error.message if before.error is not None else "the run failed"
+        event = ev.dumps(ev.run_error(message, before.error.type if before.error is not None else "error"))
+        try:
+            await self.store.save_run(record, expected_version=record.version, events=[event])
+        except RunConflict:
+            log.warning("run %s changed before its retry could be undone", record.id)
+        self.tail.notify(record.id)
 
     async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
         """Nothing to sweep: Temporal's timers wake sleepers and its retries recover runs."""

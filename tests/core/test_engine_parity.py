@@ -12,7 +12,7 @@ import itertools
 import json
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,9 @@ import httpx
 import pytest
 
 from agent_unit import RunEngine, RunRecord, RunStatus, create_agent_unit
-from agent_unit.errors import InterruptExpired, RunConflict
+from agent_unit.errors import InterruptExpired, NotFailed, RunConflict
 
+from ..support import engine_agents
 from ..support.crash import start_and_kill
 from ..support.engine_agents import AGENTS
 from ..support.temporal import TemporalServer, WorkerProcess
@@ -276,6 +277,48 @@ async def test_a_tool_approval_nobody_answers_within_approval_timeout_is_decline
     assert done.status == RunStatus.completed and done.output == "done: nobody answered by the deadline"
     assert not any(line.startswith("refund") for line in fixtures.LOG)  # the tool was not called
     assert [answer.expired for answer in done.answers] == [True]
+
+
+@pytest.fixture
+def buggy() -> Iterator[None]:
+    engine_agents.BUGGY[0] = True
+    yield
+    engine_agents.BUGGY[0] = True
+
+
+async def test_a_failed_run_retried_after_the_fix_completes_without_repeating_its_finished_steps(
+    unit: Subject, buggy: None
+) -> None:
+    failed = await unit.engine.start("flaky", None, wait=True)
+    assert failed.status == RunStatus.failed and failed.error is not None
+    engine_agents.BUGGY[0] = False  # the fix is deployed
+    done = await unit.engine.retry(failed.id, wait=True)
+    assert done.status == RunStatus.completed and done.output == "charged", done.error
+    assert done.attempt == 2
+    assert len(unit.lines("load")) == 1 and len(unit.lines("charge")) == 2  # only the failed step again
+    events = [event.to_dict() for event in await unit.engine.events(failed.id)]
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert [event["type"] for event in events].count("RUN_FINISHED") == 1
+
+
+async def test_of_two_concurrent_retries_through_two_servers_exactly_one_wins(unit: Subject, buggy: None) -> None:
+    failed = await unit.engine.start("flaky", None, wait=True)
+    assert failed.status == RunStatus.failed
+    engine_agents.BUGGY[0] = False
+    other = unit.open(worker=False)
+    outcomes = await asyncio.gather(
+        unit.engine.retry(failed.id), other.retry(failed.id), unit.engine.retry(failed.id), return_exceptions=True
+    )
+    won = [outcome for outcome in outcomes if isinstance(outcome, RunRecord)]
+    lost = [outcome for outcome in outcomes if not isinstance(outcome, RunRecord)]
+    assert len(won) == 1, outcomes
+    assert all(isinstance(outcome, RunConflict) for outcome in lost), lost
+    done = await finished(unit.engine, failed.id)
+    assert done.status == RunStatus.completed and done.attempt == 2
+    await asyncio.sleep(0.5)  # a second retry's execution would charge now
+    assert len(unit.lines("charge")) == 2
+    with pytest.raises(NotFailed):  # and the finished run is retried no more
+        await other.retry(failed.id)
 
 
 def sse(text: str) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit import Run, define_agent
+from agent_unit import Run, RunEngine, define_agent
 from agent_unit.errors import EngineUnavailable, InvalidAnswer, NotInterrupted, RunConflict
 from agent_unit.temporal import TemporalEngine, TemporalSettings
 
@@ -181,3 +181,23 @@ async def test_a_workflow_whose_run_the_store_does_not_have_ends_instead_of_retr
         assert result["status"] == "deleted"
     finally:
         await unit.aclose()
+
+
+async def test_a_retry_temporal_refuses_is_a_503_and_leaves_the_run_failed_as_it_was(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    native = RunEngine(AGENTS, store)
+    nowhere = engine(tmp_path, f"127.0.0.1:{free_port()}")
+    try:
+        failed = await native.start("broken", "o-2", wait=True)
+        assert failed.status.value == "failed"
+        with pytest.raises(EngineUnavailable, match="cannot be reached"):
+            await nowhere.retry(failed.id)
+        again = await nowhere.get(failed.id)
+        assert again.status.value == "failed" and again.attempt == 1 and again.error == failed.error
+        types = [event.to_dict()["type"] for event in await nowhere.events(failed.id)]
+        assert types[-1] == "RUN_ERROR"  # a reader of the retry's RUN_STARTED sees it end
+        retried = await native.retry(failed.id, wait=True)  # and it can be retried once Temporal is back
+        assert retried.status.value == "failed" and retried.attempt == 2
+    finally:
+        await nowhere.aclose()
+        await native.aclose()
