@@ -52,5 +52,6 @@ def run(root: Path, console: Console) -> None:
                 adapters=config.adapters,
                 budget=config.budget,
                 approval_timeout=config.approval_timeout,
+                retention=config.retention,
             )
         )

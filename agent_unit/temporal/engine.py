@@ -67,6 +67,7 @@ class TemporalEngine(RunEngine):
         self._client = client
         self._connecting = asyncio.Lock()
         self._worker: asyncio.Task[None] | None = None
+        self._deleting: asyncio.Task[None] | None = None
 
     async def client(self) -> Client:
         """The Temporal client, connected at first use."""
@@ -257,16 +258,35 @@ class TemporalEngine(RunEngine):
         self.tail.notify(record.id)
 
     async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
-        """Nothing to sweep: Temporal's timers wake sleepers and its retries recover runs."""
-        return SweepResult()
+        """Delete the finished runs past ``retention``; nothing else: Temporal's timers wake
+        sleepers and its retries recover runs (a due run that is not finished is Temporal's)."""
+        result = SweepResult()
+        deleted: list[str] = []
+        for record in await self.store.due_runs(before=self.clock.time(), limit=limit):
+            if record.finished:
+                await self.store.delete_run(record.id)
+                deleted.append(record.id)
+        result.deleted, result.run_ids = len(deleted), tuple(deleted)
+        return result
 
     def start_background(self) -> None:
-        """Start this process's worker, if it runs one (``worker=True``)."""
-        if not self.runs_worker:
-            return
+        """Start this process's worker, if it runs one (``worker=True``), and with ``retention``
+        the loop that deletes finished runs past it (every ``sweep_interval``)."""
         loop = asyncio.get_running_loop()
-        if self._worker is None or self._worker.done() or self._worker.get_loop() is not loop:
+        if self.runs_worker and (self._worker is None or self._worker.done() or self._worker.get_loop() is not loop):
             self._worker = loop.create_task(self._run_worker(), name="agent-unit temporal worker")
+        if self.retention is not None and (
+            self._deleting is None or self._deleting.done() or self._deleting.get_loop() is not loop
+        ):
+            self._deleting = loop.create_task(self._delete_old(), name="agent-unit retention")
+
+    async def _delete_old(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("deleting finished runs past retention failed")
+            await asyncio.sleep(self.sweep_interval)
 
     async def _run_worker(self) -> None:
         """This process's worker, started again (after 1, 2, 4... up to 30 s) if it stops: Temporal
@@ -291,8 +311,9 @@ class TemporalEngine(RunEngine):
             await engine.aclose()
 
     async def aclose(self) -> None:
-        if self._worker is not None and self._worker.get_loop() is asyncio.get_running_loop():
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-        self._worker = None
+        for task in (self._worker, self._deleting):
+            if task is not None and task.get_loop() is asyncio.get_running_loop():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._worker = self._deleting = None
         await super().aclose()

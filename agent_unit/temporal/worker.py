@@ -41,6 +41,7 @@ def worker_engine(engine: RunEngine, settings: TemporalSettings) -> RunEngine:
         max_step_bytes=engine.max_step_bytes,
         broken=engine.broken,
         approval_timeout=engine.approval_timeout,
+        retention=engine.retention,
     )
     worker.tail = engine.tail  # readers of an app in the same process hear the worker's writes
     return worker

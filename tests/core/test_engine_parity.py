@@ -321,6 +321,22 @@ async def test_of_two_concurrent_retries_through_two_servers_exactly_one_wins(un
         await other.retry(failed.id)
 
 
+async def test_a_finished_run_is_deleted_once_its_retention_passes_and_a_parked_one_is_kept(unit: Subject) -> None:
+    engine = unit.open(worker=True, queue=f"{unit.queue}-retention", retention="1s", sweep_interval="0.2s")
+    engine.start_background()
+    parked = await engine.start("refund", "o-4", wait=True)
+    done = await engine.start("refund", "o-5", wait=True)
+    done = await engine.resume(done.id, False, wait=True)
+    assert done.status == RunStatus.completed and done.output == "declined"
+    ended = time.monotonic()
+    while await engine.find(done.id) is not None:
+        assert time.monotonic() < ended + 30, "the finished run was never deleted"
+        await asyncio.sleep(0.1)
+    assert time.monotonic() - ended >= 0.5  # not at once: after its retention
+    assert await engine.events(done.id) == []
+    assert (await engine.get(parked.id)).status == RunStatus.interrupted  # a parked run is kept
+
+
 def sse(text: str) -> list[dict[str, Any]]:
     """The events of an SSE body, each with its seq (the SSE id)."""
     events = []
