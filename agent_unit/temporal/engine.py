@@ -170,7 +170,7 @@ class TemporalEngine(RunEngine):
         check_answer(record, answer, limit=self.max_step_bytes)  # a bad answer: 422, nothing sent
         handle = (await self.client()).get_workflow_handle(run_id)
         try:
-            await handle.execute_update("resume", args=[key, answer, answered_by])
+            settled = await handle.execute_update("resume", args=[key, answer, answered_by], result_type=int)
         except WorkflowUpdateFailedError as exc:
             refused = getattr(exc.cause, "type", None)
             if refused == EXPIRED and deadline is not None:  # its timer fired while this answer was on its way
@@ -189,8 +189,19 @@ class TemporalEngine(RunEngine):
             log.warning("the resume Update of run %s failed: %s %s", run_id, exc.status.name, exc.message)
             raise EngineUnavailable(f"Temporal did not take the answer for run {run_id}: {exc.message}") from None
         if wait:
-            return await self.wait(run_id, after=record.version)
+            return await self.wait(run_id, after=record.version, settled=settled or 0)
         return await self._taken(record)
+
+    async def _until_settled(self, run_id: str, above: int) -> None:
+        """Wait for the run's workflow to say it settled (see :meth:`wait`); return at once if it cannot."""
+        from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+        from temporalio.service import RPCError
+
+        try:
+            handle = (await self.client()).get_workflow_handle(run_id)
+            await handle.execute_update("settled", above, result_type=int)
+        except (WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, RPCError, EngineUnavailable):
+            pass  # closed (the run ended), or Temporal out of reach: the store says where the run stands
 
     async def _taken(self, record: RunRecord, *, limit: float = 10.0) -> RunRecord:
         """The run once a worker saved the answer its workflow took (the store moved past ``record``),
@@ -221,8 +232,13 @@ class TemporalEngine(RunEngine):
             log.warning("cancelling the workflow of run %s failed: %s", run_id, exc)
         return record
 
-    async def wait(self, run_id: str, *, after: int = 0) -> RunRecord:
-        """Wait until the run, at a version above ``after``, parks or ends (wherever it executes)."""
+    async def wait(self, run_id: str, *, after: int = 0, settled: int = 0) -> RunRecord:
+        """Wait until the run, at a version above ``after``, parks or ends (wherever it executes).
+
+        Its workflow's ``settled`` Update returns once an execution after the first ``settled``
+        has ended with the run parked or finished, so the store is read once then, not polled;
+        the store is watched only where that Update gets no answer (the workflow has closed)."""
+        await self._until_settled(run_id, settled)
         while True:
             waiter = self.tail.listen(run_id)
             record = await self.get(run_id)

@@ -83,6 +83,7 @@ class RunWorkflow:
         self.expired: list[str] = []  # every interrupt whose deadline passed: a late answer is refused
         self.ended = False
         self.searchable = False
+        self.settled = 0  # executions that ended with the run parked or finished: what a waiter waits for
 
     @workflow.run
     async def run(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -91,13 +92,14 @@ class RunWorkflow:
         heartbeat = timedelta(seconds=float(params.get("heartbeat", 30)))
         self.answered = list(params.get("answered", []))
         self.expired = list(params.get("expired", []))
+        self.settled = int(params.get("settled", 0))
         self.searchable = bool(params.get("search_attributes", False))
         try:
             outcome = await self._execute(ADVANCE, [run_id], heartbeat)
             while outcome["status"] not in _FINISHED:
                 self._show(outcome["status"])
                 if workflow.info().is_continue_as_new_suggested() and outcome["status"] in _PARKED:
-                    kept = {"answered": self.answered[-100:], "expired": self.expired[-100:]}
+                    kept = {"answered": self.answered[-100:], "expired": self.expired[-100:], "settled": self.settled}
                     workflow.continue_as_new({**params, **kept})
                 if outcome["status"] == "sleeping":
                     delay = float(outcome["wake_at"]) - workflow.now().timestamp()
@@ -119,6 +121,8 @@ class RunWorkflow:
                 else:  # queued (yielded at its budget) or still running: execute it on
                     outcome = await self._execute(ADVANCE, [run_id], heartbeat)
             self._show(outcome["status"])
+            self.ended = True
+            await workflow.wait_condition(workflow.all_handlers_finished)  # waiters hear the end first
             return outcome
         except BaseException as exc:
             if not is_cancelled_exception(exc):
@@ -157,11 +161,21 @@ class RunWorkflow:
             heartbeat_timeout=heartbeat,
             retry_policy=_RETRY,
         )
+        if result["status"] in _PARKED or result["status"] in _FINISHED:
+            self.settled += 1
         return result
 
+    @workflow.update(name="settled")
+    async def until_settled(self, above: int) -> int:
+        """Return once more than ``above`` executions have ended with the run parked or finished
+        (``?wait=1``: the caller reads the run once then, instead of polling the store)."""
+        await workflow.wait_condition(lambda: self.settled > above or self.ended)
+        return self.settled
+
     @workflow.update(name="resume")
-    async def resume(self, key: str, answer: Any, by: str | None = None) -> None:
-        """Answer the interrupt ``key`` (``by``: who answered); returns once an execution took the answer."""
+    async def resume(self, key: str, answer: Any, by: str | None = None) -> int:
+        """Answer the interrupt ``key`` (``by``: who answered); returns once an execution took the
+        answer, with the count of settled executions then (what a waiter for the next park waits above)."""
         self._check(key)  # again: several Updates may pass their validators before one runs
         self.answer = (key, answer, by, workflow.now().timestamp())
         self.answered.append(key)
@@ -170,6 +184,7 @@ class RunWorkflow:
             if self.answer is not None and self.answer[0] == key:
                 self.answer = None
             raise ApplicationError(f"the run no longer waits at {key}", type=CONFLICT, non_retryable=True)
+        return self.settled
 
     @resume.validator
     def check_resume(self, key: str, answer: Any, by: str | None = None) -> None:
