@@ -264,7 +264,7 @@ class TemporalEngine(RunEngine):
     async def _unqueue(self, record: RunRecord, before: RunRecord) -> None:
         """Fail the run again as ``before`` (its retry's workflow did not start), unless it moved on."""
         record.status, record.error, record.retry = RunStatus.failed, before.error, before.retry
-        record.attempt, record.finished_at, record.due_at = before.attempt, before.finished_at, None
+        record.attempt, record.finished_at, record.due_at = before.attempt, before.finished_at, before.due_at
         message = before.error.message if before.error is not None else "the run failed"
         event = ev.dumps(ev.run_error(message, before.error.type if before.error is not None else "error"))
         try:
