@@ -132,6 +132,8 @@ class RunWorkflow:
                 CANCEL, run_id, start_to_close_timeout=timedelta(minutes=1), retry_policy=_RETRY
             )
             self._show("cancelled")
+            self.ended = True
+            await workflow.wait_condition(workflow.all_handlers_finished)  # waiters hear the end first
             raise
         finally:
             self.ended = True

@@ -239,9 +239,12 @@ async def test_an_interrupt_deadline_passes_unanswered_and_the_run_goes_on_with_
     expired = [event for event in events if event.get("name") == "agent-unit.interrupt-expired"]
     assert len(expired) == 1 and expired[0]["value"]["key"] == parked.interrupt.key
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
-    with pytest.raises(InterruptExpired) as late:  # the answer that comes after: 409, saying why
+    with pytest.raises(InterruptExpired):  # the answer that comes after: 409, saying why
         await unit.engine.resume(parked.id, True)
-    assert late.value.code == "interrupt_expired" and late.value.status == 409
+    app = create_agent_unit(engine=unit.engine)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://unit") as http:
+        late = await http.post(f"/runs/{parked.id}/resume", json={"answer": True})
+    assert late.status_code == 409 and late.json()["error"]["code"] == "interrupt_expired", late.text
 
 
 async def test_an_interrupt_deadline_with_no_default_raises_where_the_agent_waits(unit: Subject) -> None:
