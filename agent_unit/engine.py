@@ -441,6 +441,7 @@ class RunEngine:
         wait: bool = False,
         interrupt_key: str | None = None,
         answered_by: str | None = None,
+        accepted_at: float | None = None,
     ) -> RunRecord:
         """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema.
 
@@ -449,9 +450,13 @@ class RunEngine:
         the check and the save are one compare-and-set. ``answered_by``: who answered, recorded
         with when in the run's ``answers`` and its resumed segment's ``RUN_STARTED``. An answer
         after the interrupt's deadline is refused (:class:`~agent_unit.errors.InterruptExpired`, 409).
+        ``accepted_at``: when the answer was taken, if not now: an engine that takes answers before
+        it saves them (Temporal's Update) passes that time, so an answer taken before the deadline
+        is not late when it is saved after it.
         """
         record = await self.get(run_id)
-        late = late_answer(record, self.clock.time())
+        now = self.clock.time() if accepted_at is None else accepted_at
+        late = late_answer(record, now)
         if late is not None:
             raise late
         if record.status != RunStatus.interrupted or record.interrupt is None:
@@ -459,7 +464,7 @@ class RunEngine:
         _check_interrupt(record, interrupt_key)
         interrupt = record.interrupt
         text = check_answer(record, answer, limit=self.max_step_bytes)
-        moment = to_datetime(self.clock.time())
+        moment = to_datetime(now)
         assert moment is not None
         record.answers = [
             *record.answers,
@@ -510,6 +515,32 @@ class RunEngine:
         there (see :mod:`agent_unit.retries`). One compare-and-set: of concurrent retries, exactly
         one wins and the others get ``RunConflict`` (409).
         """
+        record, events = await self._retried(run_id)
+        try:
+            await self._executor.claim(record, events=events, kind="retry")
+        except RunConflict:
+            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
+        return await self.wait(run_id) if wait else record
+
+    async def queue_retry(self, run_id: str) -> RunRecord:
+        """Mark a failed run for a retry, as :meth:`retry` does, but execute nothing: it is saved
+        queued, for an engine that executes runs elsewhere (Temporal's workers) to take. One
+        compare-and-set: of concurrent retries, exactly one wins; the others get ``RunConflict``."""
+        record, events = await self._retried(run_id)
+        expected = record.version
+        record.status = RunStatus.queued
+        record.lease_owner = record.lease_expires = None
+        record.due_at = self.clock.time()  # whoever sweeps continues it, as a run handed back
+        try:
+            await self.store.save_run(record, expected_version=expected, events=[ev.dumps(event) for event in events])
+        except RunConflict:
+            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
+        record.version = expected + 1
+        self.tail.notify(run_id)
+        return record
+
+    async def _retried(self, run_id: str) -> tuple[RunRecord, tuple[dict[str, Any], ...]]:
+        """The failed run as its retry saves it (not saved yet), and the events the retry begins with."""
         record = await self.get(run_id)
         if record.status != RunStatus.failed:
             raise NotFailed(f"run {run_id} is {record.status.value}, not failed: only a failed run is retried")
@@ -526,12 +557,7 @@ class RunEngine:
         record.finished_at = None
         record.attempt += 1
         retried = ev.custom(ev.RETRIED, {"count": mark.count, "key": mark.key, "step": step})
-        started = ev.run_started(record.id, record.thread_id, record.attempt)
-        try:
-            await self._executor.claim(record, events=(started, retried), kind="retry")
-        except RunConflict:
-            raise RunConflict(f"run {run_id} was retried (or changed) by someone else first: read it again") from None
-        return await self.wait(run_id) if wait else record
+        return record, (ev.run_started(record.id, record.thread_id, record.attempt), retried)
 
     async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:
         """Deliver a message to a run that has not finished; the agent reads it with ``run.messages()``.

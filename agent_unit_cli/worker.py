@@ -51,5 +51,7 @@ def run(root: Path, console: Console) -> None:
                 broken=found.broken,
                 adapters=config.adapters,
                 budget=config.budget,
+                approval_timeout=config.approval_timeout,
+                retention=config.retention,
             )
         )

@@ -19,21 +19,25 @@ from temporalio import activity
 from ..engine import RunEngine
 from ..errors import NotInterrupted, RunConflict, RunNotFound
 from ..records import RunRecord, RunStatus
-from .workflow import ADVANCE, CANCEL, DELETED, RESUME
+from .workflow import ADVANCE, CANCEL, DELETED, EXPIRE, RESUME
 
 __all__ = ["GONE", "RunActivities", "outcome"]
 
-GONE: dict[str, Any] = {"status": DELETED, "wake_at": None, "interrupt": None}
+GONE: dict[str, Any] = {"status": DELETED, "wake_at": None, "interrupt": None, "deadline": None}
 """The outcome for a run the store does not have (its start failed after all, or it was deleted):
 the workflow ends, instead of retrying an execution that can never find it."""
 
 
 def outcome(record: RunRecord) -> dict[str, Any]:
-    """What the workflow needs to know of where the run stands: its status, wake time, interrupt."""
+    """What the workflow needs to know of where the run stands: its status, wake time, interrupt
+    and the interrupt's deadline (epoch seconds)."""
+    interrupt = record.interrupt
+    expires = interrupt.expires_at if interrupt is not None else None
     return {
         "status": record.status.value,
         "wake_at": record.due_at if record.status == RunStatus.sleeping else None,
-        "interrupt": record.interrupt.key if record.interrupt is not None else None,
+        "interrupt": interrupt.key if interrupt is not None else None,
+        "deadline": expires.timestamp() if expires is not None else None,
     }
 
 
@@ -54,18 +58,45 @@ class RunActivities:
                 return GONE
 
     @activity.defn(name=RESUME)
-    async def resume(self, run_id: str, key: str, answer: Any, by: str | None = None) -> dict[str, Any]:
-        """Answer the interrupt ``key`` (``by``: who answered) and execute the run on; on a retry, the
-        answer is in already."""
+    async def resume(
+        self, run_id: str, key: str, answer: Any, by: str | None = None, at: float | None = None
+    ) -> dict[str, Any]:
+        """Answer the interrupt ``key`` (``by``: who answered; ``at``: when the workflow took the
+        answer, which decides whether it came before a deadline) and execute the run on; on a
+        retry, the answer is in already."""
         async with self._executing(run_id):
             try:
                 try:
-                    record = await self.engine.resume(run_id, answer, interrupt_key=key, wait=True, answered_by=by)
+                    record = await self.engine.resume(
+                        run_id, answer, interrupt_key=key, wait=True, answered_by=by, accepted_at=at
+                    )
                 except (NotInterrupted, RunConflict):  # a retry: the first attempt saved the answer
                     record = await self.engine.advance(run_id)
             except RunNotFound:
                 return GONE
             return outcome(record)
+
+    @activity.defn(name=EXPIRE)
+    async def expire(self, run_id: str, key: str) -> dict[str, Any]:
+        """Expire the interrupt ``key`` (its deadline passed unanswered: the workflow's timer fired)
+        as the native engine's sweep does, and execute the run on; on a retry, it is expired already."""
+        async with self._executing(run_id):
+            try:
+                record = await self.engine.get(run_id)
+                interrupt = record.interrupt
+                waits = record.status == RunStatus.interrupted and interrupt is not None and interrupt.key == key
+                if waits and interrupt is not None and interrupt.expires_at is not None:
+                    early = interrupt.expires_at.timestamp() - self.engine.clock.time()
+                    if early > 0:  # this worker's clock is behind Temporal's timer
+                        await asyncio.sleep(early)
+                    try:
+                        await self.engine.expire_now(record)
+                        return outcome(await self.engine.wait(run_id))
+                    except RunConflict:
+                        pass  # changed meanwhile (a cancel): see where it stands
+                return outcome(await self.engine.advance(run_id))
+            except RunNotFound:
+                return GONE
 
     @activity.defn(name=CANCEL)
     async def cancel(self, run_id: str) -> None:

@@ -23,13 +23,15 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import events as ev
 from ..answers import check_answer
+from ..deadlines import late_answer
 from ..engine import RunEngine, SweepResult
 from ..errors import EngineUnavailable, NotInterrupted, RunConflict
 from ..limits import Limits
 from ..records import RunRecord, RunStatus
 from .settings import TemporalSettings
-from .workflow import AGENT, CONFLICT, RUN_WORKFLOW, STATUS, THREAD
+from .workflow import AGENT, CONFLICT, EXPIRED, RUN_WORKFLOW, STATUS, THREAD
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -65,6 +67,7 @@ class TemporalEngine(RunEngine):
         self._client = client
         self._connecting = asyncio.Lock()
         self._worker: asyncio.Task[None] | None = None
+        self._deleting: asyncio.Task[None] | None = None
 
     async def client(self) -> Client:
         """The Temporal client, connected at first use."""
@@ -97,7 +100,17 @@ class TemporalEngine(RunEngine):
         """Store the run and start its workflow; ``EngineUnavailable`` (503, no run kept) if Temporal
         cannot be reached."""
         record = await self.create(agent, input, thread_id=thread_id, limits=limits)
-        from temporalio.common import SearchAttributePair, TypedSearchAttributes
+        try:
+            await self._start_workflow(record)
+        except EngineUnavailable:
+            await self.discard(record.id)
+            raise
+        return await self.wait(record.id) if wait else record
+
+    async def _start_workflow(self, record: RunRecord, *, again: bool = False) -> None:
+        """Start the run's workflow (``again``: a retry's, in place of the closed one of the failed
+        run, or of one still closing); ``EngineUnavailable`` if Temporal cannot be reached or refuses."""
+        from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 
         searchable = self.temporal.search_attributes
         params = {"run_id": record.id, "heartbeat": self.temporal.heartbeat_seconds, "search_attributes": searchable}
@@ -106,6 +119,10 @@ class TemporalEngine(RunEngine):
             SearchAttributePair(THREAD, record.thread_id),
             SearchAttributePair(STATUS, "queued"),
         ]
+        # A failed run's workflow returns once the failure is saved: a retry at once may find it
+        # still closing, with nothing left to do. Only the retry that won the run's compare-and-set
+        # gets here, so replacing it never replaces a live one.
+        conflict = WorkflowIDConflictPolicy.TERMINATE_EXISTING if again else WorkflowIDConflictPolicy.FAIL
         try:
             client = await self.client()
             await client.start_workflow(
@@ -116,14 +133,13 @@ class TemporalEngine(RunEngine):
                 memo={"agent": record.agent, "thread_id": record.thread_id},
                 search_attributes=TypedSearchAttributes(attributes if searchable else []),
                 static_summary=f"agent-unit run of {record.agent}",
+                id_conflict_policy=conflict,
             )
+        except EngineUnavailable:
+            raise
         except Exception as exc:
-            await self.discard(record.id)
-            if isinstance(exc, EngineUnavailable):
-                raise
             log.exception("starting the workflow of run %s failed", record.id)
             raise EngineUnavailable(f"Temporal refused to start run {record.id} ({type(exc).__name__})") from None
-        return await self.wait(record.id) if wait else record
 
     async def resume(
         self,
@@ -133,35 +149,76 @@ class TemporalEngine(RunEngine):
         wait: bool = False,
         interrupt_key: str | None = None,
         answered_by: str | None = None,
+        accepted_at: float | None = None,
     ) -> RunRecord:
         """Answer the run's interrupt through its workflow's ``resume`` Update (see the module);
-        ``answered_by`` goes with it, and the activity that takes the answer records it."""
+        ``answered_by`` goes with it, and the activity that takes the answer records it. An answer
+        after the interrupt's deadline is refused (``InterruptExpired``, 409), as natively."""
         from temporalio.client import WorkflowUpdateFailedError
         from temporalio.service import RPCError
 
         record = await self.get(run_id)
+        late = late_answer(record, self.clock.time() if accepted_at is None else accepted_at)
+        if late is not None:
+            raise late
         if record.status != RunStatus.interrupted or record.interrupt is None:
             raise NotInterrupted(f"run {run_id} is {record.status.value}, not interrupted: there is nothing to resume")
         key = record.interrupt.key
+        deadline = record.interrupt.expires_at
         if interrupt_key is not None and interrupt_key != key:
             raise RunConflict(f"run {run_id} no longer waits at {interrupt_key} (now: {key}): read the run again")
         check_answer(record, answer, limit=self.max_step_bytes)  # a bad answer: 422, nothing sent
         handle = (await self.client()).get_workflow_handle(run_id)
         try:
-            await handle.execute_update("resume", args=[key, answer, answered_by])
+            settled = await handle.execute_update("resume", args=[key, answer, answered_by], result_type=int)
         except WorkflowUpdateFailedError as exc:
-            if getattr(exc.cause, "type", None) == CONFLICT:
+            refused = getattr(exc.cause, "type", None)
+            if refused == EXPIRED and deadline is not None:  # its timer fired while this answer was on its way
+                raise late_answer(record, deadline.timestamp()) or RunConflict(f"run {run_id} moved on") from None
+            if refused == CONFLICT:
                 raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
             raise
         except RPCError as exc:
             now = await self.get(run_id)
+            late = late_answer(now, self.clock.time())
+            if late is not None:
+                raise late from None
             if now.status != RunStatus.interrupted or now.interrupt is None or now.interrupt.key != key:
                 # Its workflow moved on, or ended, while this answer was on its way: another won.
                 raise RunConflict(f"run {run_id} was resumed already: read the run again") from None
             log.warning("the resume Update of run %s failed: %s %s", run_id, exc.status.name, exc.message)
             raise EngineUnavailable(f"Temporal did not take the answer for run {run_id}: {exc.message}") from None
-        record.status, record.interrupt = RunStatus.running, None
-        return await self.wait(run_id, after=record.version) if wait else record
+        if wait:
+            return await self.wait(run_id, after=record.version, settled=settled or 0)
+        return await self._taken(record)
+
+    async def _until_settled(self, run_id: str, above: int) -> None:
+        """Wait for the run's workflow to say it settled (see :meth:`wait`); return at once if it cannot."""
+        from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+        from temporalio.service import RPCError
+
+        try:
+            handle = (await self.client()).get_workflow_handle(run_id)
+            await handle.execute_update("settled", above, result_type=int)
+        except (WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, RPCError, EngineUnavailable):
+            pass  # closed (the run ended), or Temporal out of reach: the store says where the run stands
+
+    async def _taken(self, record: RunRecord, *, limit: float = 10.0) -> RunRecord:
+        """The run once a worker saved the answer its workflow took (the store moved past ``record``),
+        so a reader that comes next finds it running, not still parked; as sent, after ``limit``
+        seconds with no worker to take it (the answer is in Temporal: it is taken when one comes)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        while True:
+            waiter = self.tail.listen(record.id)
+            now = await self.get(record.id)
+            if now.version > record.version:
+                return now
+            if loop.time() >= deadline:
+                record.status, record.interrupt = RunStatus.running, None
+                return record
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter.wait(), 1.0 if self.tail.hearing else 0.02)
 
     async def cancel(self, run_id: str, *, interrupt_key: str | None = None, settle: float = 5.0) -> RunRecord:
         """Save the run as cancelled, then cancel its workflow (which, if it is already cancelling, does nothing)."""
@@ -175,8 +232,13 @@ class TemporalEngine(RunEngine):
             log.warning("cancelling the workflow of run %s failed: %s", run_id, exc)
         return record
 
-    async def wait(self, run_id: str, *, after: int = 0) -> RunRecord:
-        """Wait until the run, at a version above ``after``, parks or ends (wherever it executes)."""
+    async def wait(self, run_id: str, *, after: int = 0, settled: int = 0) -> RunRecord:
+        """Wait until the run, at a version above ``after``, parks or ends (wherever it executes).
+
+        Its workflow's ``settled`` Update returns once an execution after the first ``settled``
+        has ended with the run parked or finished, so the store is read once then, not polled;
+        the store is watched only where that Update gets no answer (the workflow has closed)."""
+        await self._until_settled(run_id, settled)
         while True:
             waiter = self.tail.listen(run_id)
             record = await self.get(run_id)
@@ -186,22 +248,61 @@ class TemporalEngine(RunEngine):
                 await asyncio.wait_for(waiter.wait(), 1.0 if self.tail.hearing else 0.05)
 
     async def retry(self, run_id: str, *, wait: bool = False) -> RunRecord:
-        """Not with Temporal yet: a retry would execute the run outside its workflow."""
-        raise RunConflict(
-            f"run {run_id} cannot be retried with engine = 'temporal' yet: start a new run with the same input"
-        )
+        """Retry a failed run from the work that failed (see :meth:`RunEngine.retry`) in a new
+        workflow of the same id: the retry is saved first, one compare-and-set, so of concurrent
+        retries exactly one wins (409 for the others) and starts it. If Temporal refuses the start,
+        the run is failed again as it was (``EngineUnavailable``, 503: retry it later)."""
+        before = await self.get(run_id)
+        record = await self.queue_retry(run_id)
+        try:
+            await self._start_workflow(record, again=True)
+        except EngineUnavailable:
+            await self._unqueue(record, before)
+            raise
+        return await self.wait(run_id, after=record.version) if wait else record
+
+    async def _unqueue(self, record: RunRecord, before: RunRecord) -> None:
+        """Fail the run again as ``before`` (its retry's workflow did not start), unless it moved on."""
+        record.status, record.error, record.retry = RunStatus.failed, before.error, before.retry
+        record.attempt, record.finished_at, record.due_at = before.attempt, before.finished_at, before.due_at
+        message = before.error.message if before.error is not None else "the run failed"
+        event = ev.dumps(ev.run_error(message, before.error.type if before.error is not None else "error"))
+        try:
+            await self.store.save_run(record, expected_version=record.version, events=[event])
+        except RunConflict:
+            log.warning("run %s changed before its retry could be undone", record.id)
+        self.tail.notify(record.id)
 
     async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
-        """Nothing to sweep: Temporal's timers wake sleepers and its retries recover runs."""
-        return SweepResult()
+        """Delete the finished runs past ``retention``; nothing else: Temporal's timers wake
+        sleepers and its retries recover runs (a due run that is not finished is Temporal's)."""
+        result = SweepResult()
+        deleted: list[str] = []
+        for record in await self.store.due_runs(before=self.clock.time(), limit=limit):
+            if record.finished:
+                await self.store.delete_run(record.id)
+                deleted.append(record.id)
+        result.deleted, result.run_ids = len(deleted), tuple(deleted)
+        return result
 
     def start_background(self) -> None:
-        """Start this process's worker, if it runs one (``worker=True``)."""
-        if not self.runs_worker:
-            return
+        """Start this process's worker, if it runs one (``worker=True``), and with ``retention``
+        the loop that deletes finished runs past it (every ``sweep_interval``)."""
         loop = asyncio.get_running_loop()
-        if self._worker is None or self._worker.done() or self._worker.get_loop() is not loop:
+        if self.runs_worker and (self._worker is None or self._worker.done() or self._worker.get_loop() is not loop):
             self._worker = loop.create_task(self._run_worker(), name="agent-unit temporal worker")
+        if self.retention is not None and (
+            self._deleting is None or self._deleting.done() or self._deleting.get_loop() is not loop
+        ):
+            self._deleting = loop.create_task(self._delete_old(), name="agent-unit retention")
+
+    async def _delete_old(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("deleting finished runs past retention failed")
+            await asyncio.sleep(self.sweep_interval)
 
     async def _run_worker(self) -> None:
         """This process's worker, started again (after 1, 2, 4... up to 30 s) if it stops: Temporal
@@ -226,8 +327,9 @@ class TemporalEngine(RunEngine):
             await engine.aclose()
 
     async def aclose(self) -> None:
-        if self._worker is not None and self._worker.get_loop() is asyncio.get_running_loop():
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-        self._worker = None
+        for task in (self._worker, self._deleting):
+            if task is not None and task.get_loop() is asyncio.get_running_loop():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._worker = self._deleting = None
         await super().aclose()

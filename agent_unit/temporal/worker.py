@@ -40,6 +40,8 @@ def worker_engine(engine: RunEngine, settings: TemporalSettings) -> RunEngine:
         delta_batch_ms=engine.delta_batch_ms,
         max_step_bytes=engine.max_step_bytes,
         broken=engine.broken,
+        approval_timeout=engine.approval_timeout,
+        retention=engine.retention,
     )
     worker.tail = engine.tail  # readers of an app in the same process hear the worker's writes
     return worker
@@ -59,7 +61,7 @@ def create_worker(client: Client, engine: RunEngine, settings: TemporalSettings)
         client,
         task_queue=settings.task_queue,
         workflows=[RunWorkflow],
-        activities=[activities.advance, activities.resume, activities.cancel],
+        activities=[activities.advance, activities.resume, activities.expire, activities.cancel],
         workflow_runner=runner,
     )
 

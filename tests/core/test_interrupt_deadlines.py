@@ -100,6 +100,21 @@ async def test_an_answer_after_the_deadline_is_refused_with_why(store_factory: S
     await unit.close()
 
 
+async def test_an_answer_taken_before_the_deadline_is_saved_as_in_time_after_it() -> None:
+    # Temporal's workflow takes an answer (its Update) before a worker saves it: saved past the
+    # deadline, it is still the answer given in time.
+    ran: list[str] = []
+    unit = create_test_unit({"a": approver(ran)})
+    parked = await unit.run("a")
+    assert parked.interrupt is not None and parked.interrupt.expires_at is not None
+    taken = parked.interrupt.expires_at.timestamp() - 1
+    unit.clock.advance(timedelta(days=2, seconds=1))
+    done = await unit.engine.resume(parked.id, True, accepted_at=taken, wait=True)
+    assert done.status == RunStatus.completed and done.output == "approved"
+    assert [(a.expired, a.at.timestamp()) for a in done.answers] == [(False, taken)]
+    await unit.close()
+
+
 async def test_an_answer_in_time_wins_and_the_deadline_no_longer_wakes_the_run(store_factory: StoreFactory) -> None:
     ran: list[str] = []
     unit = create_test_unit({"a": approver(ran)}, store_factory())

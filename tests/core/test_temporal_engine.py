@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit import Run, define_agent
+from agent_unit import Run, RunEngine, define_agent
 from agent_unit.errors import EngineUnavailable, InvalidAnswer, NotInterrupted, RunConflict
+from agent_unit.records import RunRecord
+from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.temporal import TemporalEngine, TemporalSettings
 
 from ..support.server import free_port
@@ -45,7 +47,15 @@ async def broken(input: str, run: Run) -> str:
     raise ValueError(f"no refund for {input}")
 
 
-AGENTS = {"ask": ask, "long": long, "broken": broken}
+@define_agent
+async def dawdle(input: float, run: Run) -> bool:
+    await run.step("slow", lambda: asyncio.sleep(input))
+    answer = await run.interrupt("then", None, answer=bool)
+    await run.step("slow-again", lambda: asyncio.sleep(input))
+    return answer
+
+
+AGENTS = {"ask": ask, "long": long, "broken": broken, "dawdle": dawdle}
 
 
 def engine(tmp_path: Path, address: str, **options: object) -> TemporalEngine:
@@ -181,3 +191,54 @@ async def test_a_workflow_whose_run_the_store_does_not_have_ends_instead_of_retr
         assert result["status"] == "deleted"
     finally:
         await unit.aclose()
+
+
+async def test_a_retry_temporal_refuses_is_a_503_and_leaves_the_run_failed_as_it_was(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    native = RunEngine(AGENTS, store)
+    nowhere = engine(tmp_path, f"127.0.0.1:{free_port()}")
+    try:
+        failed = await native.start("broken", "o-2", wait=True)
+        assert failed.status.value == "failed"
+        with pytest.raises(EngineUnavailable, match="cannot be reached"):
+            await nowhere.retry(failed.id)
+        again = await nowhere.get(failed.id)
+        assert again.status.value == "failed" and again.attempt == 1 and again.error == failed.error
+        types = [event.to_dict()["type"] for event in await nowhere.events(failed.id)]
+        assert types[-1] == "RUN_ERROR"  # a reader of the retry's RUN_STARTED sees it end
+        retried = await native.retry(failed.id, wait=True)  # and it can be retried once Temporal is back
+        assert retried.status.value == "failed" and retried.attempt == 2
+    finally:
+        await nowhere.aclose()
+        await native.aclose()
+
+
+class CountingStore(SQLiteStore):
+    """The SQLite store, counting the runs it loads: how often a waiter reads the store."""
+
+    loads = 0
+
+    async def load_run(self, run_id: str) -> RunRecord | None:
+        self.loads += 1
+        return await super().load_run(run_id)
+
+
+async def test_a_start_or_resume_that_waits_hears_from_the_workflow_instead_of_polling_the_store(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    worker = engine(tmp_path, temporal_server.address)  # the worker, in this process
+    worker.start_background()
+    store = CountingStore(str(tmp_path / "runs.db"))
+    app = TemporalEngine(AGENTS, store, temporal=worker.temporal, worker=False)  # a server apart
+    try:
+        parked = await app.start("dawdle", 1.5, wait=True)
+        assert parked.status.value == "interrupted"
+        assert store.loads <= 5, store.loads  # polling every 50 ms for 1.5 s: 30 and more
+        store.loads = 0
+        done = await app.resume(parked.id, True, wait=True)
+        assert done.status.value == "completed" and done.output is True
+        assert store.loads <= 5, store.loads
+    finally:
+        await app.aclose()
+        await store.close()
+        await worker.aclose()
