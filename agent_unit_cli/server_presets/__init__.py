@@ -42,7 +42,7 @@ GEN_DIR = Path(".agent-unit") / "server"
 @runtime_checkable
 class ServerPreset(Protocol):
     """What a server preset is. ``entry`` raises ``ValueError`` to refuse a host or an option,
-    with a message that says what to do; ``requirements`` and ``note`` are optional."""
+    with a message that says what to do; ``requirements``, ``allowed_origins`` and ``note`` are optional."""
 
     name: str
 
@@ -91,6 +91,7 @@ class Generated:
     folder: Path  # the generated modules, copied beside the project's
     requirements: tuple[str, ...]  # distributions besides what its modules import (pinned at build)
     note: str  # what the build made of it, for the build's report
+    allowed_origins: tuple[str, ...] = ()  # pages the app lets call (its CORS): the Host and Origin checks let them too
 
 
 def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) -> Generated:
@@ -109,6 +110,7 @@ def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) 
             "and return 'module:attribute'"
         )
     required = getattr(server, "requirements", None)
+    origins = getattr(server, "allowed_origins", None)
     note = getattr(server, "note", None) or f"server = {name!r}: the build serves the {name} server preset's app"
     return Generated(
         preset=name,
@@ -116,4 +118,5 @@ def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) 
         folder=folder,
         requirements=tuple(required(options)) if callable(required) else (),
         note=note,
+        allowed_origins=tuple(origins(options)) if callable(origins) else (),
     )
