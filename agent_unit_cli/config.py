@@ -146,7 +146,7 @@ class Config(BaseModel):
     url: str | None = Field(default=None, pattern=r"^https?://")  # the deployment's own URL (A2A card, continues)
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
-    allowed_origins: list[str] = []  # web pages (besides loopback and `url`) that may call POST /mcp
+    allowed_origins: list[str] = []  # web pages (besides loopback and `url`) that may POST (MCP, runs, a server app)
     allowed_hosts: list[str] = []  # names a request's Host may be (besides url's, loopback names, addresses)
     host_guard: bool = True  # a `server` app behind agent-unit's Host and Origin checks (false: it does its own)
     a2a_default_agent: str | None = None  # the agent POST /a2a runs for a new task that names no skill

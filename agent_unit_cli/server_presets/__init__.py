@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from agent_unit.http.origins import Origins
+
 from ..plugins import installed
 from ..presets import Preset
 
@@ -111,6 +113,11 @@ def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) 
         )
     required = getattr(server, "requirements", None)
     origins = getattr(server, "allowed_origins", None)
+    pages = tuple(origins(options)) if callable(origins) else ()
+    try:
+        Origins(None, pages)  # what HostGuard will take: a wrong entry fails the build, not the app's start
+    except ValueError as exc:
+        raise ValueError(f"the server preset {name!r} returned {exc}") from None
     note = getattr(server, "note", None) or f"server = {name!r}: the build serves the {name} server preset's app"
     return Generated(
         preset=name,
@@ -118,5 +125,5 @@ def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) 
         folder=folder,
         requirements=tuple(required(options)) if callable(required) else (),
         note=note,
-        allowed_origins=tuple(origins(options)) if callable(origins) else (),
+        allowed_origins=pages,
     )
