@@ -4,8 +4,8 @@
 a server preset: an object with a ``name`` and an ``entry(root, gen_dir, preset, options)`` that
 writes the module serving the framework's app into ``gen_dir`` and returns it as
 ``"module:attribute"``. The build then serves that app exactly as it serves your own: the same
-import check, vendoring, host glue and start check, so a server preset is only the few lines
-that make the framework's app.
+import check, vendoring, host glue, Host and Origin checks (``HostGuard``) and start check, so a
+server preset is only the few lines that make the framework's app.
 
 Built-in ones are modules of this package; a third party publishes one through the
 ``agent_unit.servers`` entry-point group (the value: the object, or a function returning it).
