@@ -414,7 +414,9 @@ def build(
             generated = generate(config.server_preset, config.server_options, root.resolve(), chosen)
         except ValueError as exc:
             raise BuildError(str(exc)) from None
-        config = config.model_copy(update={"server": generated.reference})
+        # the pages the framework's app lets call (its CORS) get past the Origin check in front of it too
+        origins = [*config.allowed_origins, *generated.allowed_origins]
+        config = config.model_copy(update={"server": generated.reference, "allowed_origins": origins})
     storage = config.storage_url or DEFAULT_STORE_URL
     # a host that runs no Python: its backend, built with another preset, opens the store
     scheme = storage_scheme(storage, config.storage_provider) if chosen.python_app else ""
@@ -539,6 +541,7 @@ def build(
         "max_body_bytes": config.max_body_bytes,
         "allowed_origins": config.allowed_origins,
         "allowed_hosts": config.allowed_hosts,
+        "host_guard": config.host_guard,  # a server app behind agent-unit's Host and Origin checks
         "a2a_default_agent": config.a2a_default_agent,
         "budget": config.budget,
         "retention": config.retention,

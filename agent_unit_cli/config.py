@@ -149,8 +149,9 @@ class Config(BaseModel):
     url: str | None = Field(default=None, pattern=r"^https?://")  # the deployment's own URL (A2A card, continues)
     origin: str | None = Field(default=None, pattern=r"^https?://")  # netlify: where the agent-unit backend runs
     ui: bool = False  # serve the approvals inbox at {base_path}/ui/ in builds (always on in `dev`)
-    allowed_origins: list[str] = []  # web pages (besides loopback and `url`) that may call POST /mcp
+    allowed_origins: list[str] = []  # web pages (besides loopback and `url`) that may POST (MCP, runs, a server app)
     allowed_hosts: list[str] = []  # names a request's Host may be (besides url's, loopback names, addresses)
+    host_guard: bool = True  # a `server` app behind agent-unit's Host and Origin checks (false: it does its own)
     a2a_default_agent: str | None = None  # the agent POST /a2a runs for a new task that names no skill
     mcp: bool | None = None  # vendor the MCP SDK into builds (default: when the project's requirements name it)
     tasks: dict[str, Task] = {}
@@ -285,6 +286,11 @@ def load_config(root: str | Path = ".", **overrides: Any) -> tuple[Config, Path 
         raise ConfigError(f"{where}: " + "; ".join(problems)) from None
     if config.engine == "native" and config.temporal is not None:
         raise ConfigError(f'{_where(source)}: engine = "native" with a [temporal] table: remove one of them')
+    if not config.host_guard and not config.server:
+        raise ConfigError(
+            f"{_where(source)}: host_guard = false applies to a `server` app only: agent-unit's own routes always "
+            'check Host and Origin (allowed_hosts = ["*"] turns the Host check off). Remove it'
+        )
     beside = [key for key in ENGINE_KEYS if config.server and key in values]
     if beside:
         reasons = "; ".join(f"{key}: {ENGINE_KEYS[key]}" for key in beside)

@@ -26,7 +26,7 @@ from rich.console import Console
 from agent_unit import create_agent_unit
 from agent_unit.discovery import discover_project
 from agent_unit.errors import AgentBroken, AgentUnitError, ConfigError
-from agent_unit.http import AgentUnit
+from agent_unit.http import AgentUnit, HostGuard
 from agent_unit.tasks import tasks_from_config
 
 from .config import load_config, store_url
@@ -47,7 +47,8 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
 
     With ``server = "module:app"`` that is the user's own app, imported from the project, with
     the in-process scheduler of its tasks (claimed in the project's store) and its
-    ``wait_until`` work, as the server preset runs it; ``agents/`` is not scanned.
+    ``wait_until`` work, behind agent-unit's Host and Origin checks (unless ``host_guard = false``),
+    as the server preset runs it; ``agents/`` is not scanned.
 
     An agent file that does not import (or defines no agent) does not stop the others: it is
     served as broken (``app.engine.broken``: 503 on its routes, listed in ``GET /agents``)
@@ -57,15 +58,23 @@ def create_app(root: Path, *, public_url: str | None = None) -> Any:
     if config.server:
         from agent_unit.hosts.server import serve as serve_app
 
-        reference, generated = config.server_app, None
+        reference, generated, origins = config.server_app, None, list(config.allowed_origins)
         if config.server_preset is not None:  # the framework's own app, as the server preset builds it
             try:
                 made = generate(config.server_preset, config.server_options, root.resolve(), PRESETS["server"])
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             reference, generated = made.reference, made.folder
+            origins += made.allowed_origins  # the pages its CORS lets call
         assert reference is not None  # a "module:app" or a server preset's: the configuration checked it
         app = load_server(reference, root, generated)
+        if config.host_guard:  # Host and Origin checked as on agent-unit's own routes (as a build does)
+            app = HostGuard(
+                app,
+                public_url=public_url,  # as agent-unit's own app in dev
+                allowed_hosts=config.allowed_hosts,
+                allowed_origins=origins,
+            )
         tasks = tasks_from_config(config.tasks, root=root.resolve())
         return serve_app(app, tasks=tasks, store=store_url(root, config) if tasks else None)
     found = discover_project(root, adapters=config.adapters)

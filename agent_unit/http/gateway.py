@@ -29,11 +29,12 @@ from starlette.requests import Request
 
 from ..agent import Agent
 from ..engine import RunEngine
-from ..errors import ForbiddenHost, ForbiddenOrigin, RunNotFound, Unauthorized
+from ..errors import RunNotFound, Unauthorized
 from ..records import RunRecord
 from .auth import Authorize, answerer, authorize
-from .hostnames import HostNames, arrived_at_loopback
-from .origins import Origins, same_host
+from .guard import foreign_host, foreign_page
+from .hostnames import HostNames
+from .origins import Origins
 from .stream import StreamItem, read_stream
 
 __all__ = ["Gateway", "run_info"]
@@ -108,41 +109,20 @@ class Gateway:
         request.state.agent_unit_authorized = True
 
     def refuse_foreign_hosts(self, request: Request) -> None:
-        """421 for a request whose ``Host`` is not one of the deployment's names (DNS rebinding).
-
-        Reads too: after a rebinding, the attacker's page reads every answer. See
-        :mod:`agent_unit.http.hostnames` for the names and when a name not listed is refused.
-        :meth:`authorize` calls it, so every route that authorizes is covered.
+        """421 for a request whose ``Host`` is not one of the deployment's names (DNS rebinding):
+        :func:`~agent_unit.http.guard.foreign_host`, the check :class:`~agent_unit.http.HostGuard`
+        puts in front of any app. :meth:`authorize` calls it, so every route that authorizes is covered.
         """
-        host = request.headers.get("host")
-        if self.hosts.allows(host, local=arrived_at_loopback(request.scope)):
-            return
-        raise ForbiddenHost(
-            f"Host {(host or '')[:100]!r} is not this deployment's name: if it is, add it to allowed_hosts, "
-            "or set url (AGENT_UNIT_URL) to the URL clients reach it at"
-        )
+        problem = foreign_host(self.hosts, request.scope)
+        if problem is not None:
+            raise problem
 
     def refuse_foreign_pages(self, request: Request) -> None:
-        """403 for a request that changes state from a page of a foreign site.
-
-        A page can send a POST with no body, or with a body a CORS preflight does not check,
-        to any site; the browser adds the user's cookies. Such a request names its page in
-        ``Origin``: it may go on when that page is this deployment's own (the public URL, or
-        the host the request was sent to when that host is one of the deployment's names: a
-        rebinding page's Origin is its Host too), on loopback, or listed in ``allowed_origins``.
-        Reads, and clients that are not browsers (no ``Origin``), are not concerned.
-        :meth:`authorize` calls it.
-        """
-        if request.method in ("GET", "HEAD", "OPTIONS"):
-            return
-        origin = request.headers.get("origin")
-        host = request.headers.get("host")
-        if self.origins.allows(origin) or (self.hosts.listed(host) and same_host(origin or "", host)):
-            return
-        raise ForbiddenOrigin(
-            f"Origin {(origin or '')[:100]!r} may not change anything here: a page must be served from this "
-            "deployment (its url or allowed_hosts), from loopback, or from an origin listed in allowed_origins"
-        )
+        """403 for a request that changes state from a page of a foreign site:
+        :func:`~agent_unit.http.guard.foreign_page`. :meth:`authorize` calls it."""
+        problem = foreign_page(self.hosts, self.origins, request.scope)
+        if problem is not None:
+            raise problem
 
     def authorized(self, request: Request) -> bool:
         """Whether :meth:`authorize` has let this request through already."""

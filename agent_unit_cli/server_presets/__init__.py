@@ -4,8 +4,8 @@
 a server preset: an object with a ``name`` and an ``entry(root, gen_dir, preset, options)`` that
 writes the module serving the framework's app into ``gen_dir`` and returns it as
 ``"module:attribute"``. The build then serves that app exactly as it serves your own: the same
-import check, vendoring, host glue and start check, so a server preset is only the few lines
-that make the framework's app.
+import check, vendoring, host glue, Host and Origin checks (``HostGuard``) and start check, so a
+server preset is only the few lines that make the framework's app.
 
 Built-in ones are modules of this package; a third party publishes one through the
 ``agent_unit.servers`` entry-point group (the value: the object, or a function returning it).
@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
+
+from agent_unit.http.origins import Origins
 
 from ..plugins import installed
 from ..presets import Preset
@@ -42,7 +44,7 @@ GEN_DIR = Path(".agent-unit") / "server"
 @runtime_checkable
 class ServerPreset(Protocol):
     """What a server preset is. ``entry`` raises ``ValueError`` to refuse a host or an option,
-    with a message that says what to do; ``requirements`` and ``note`` are optional."""
+    with a message that says what to do; ``requirements``, ``allowed_origins`` and ``note`` are optional."""
 
     name: str
 
@@ -91,6 +93,7 @@ class Generated:
     folder: Path  # the generated modules, copied beside the project's
     requirements: tuple[str, ...]  # distributions besides what its modules import (pinned at build)
     note: str  # what the build made of it, for the build's report
+    allowed_origins: tuple[str, ...] = ()  # pages the app lets call (its CORS): the Host and Origin checks let them too
 
 
 def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) -> Generated:
@@ -109,6 +112,12 @@ def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) 
             "and return 'module:attribute'"
         )
     required = getattr(server, "requirements", None)
+    origins = getattr(server, "allowed_origins", None)
+    pages = tuple(origins(options)) if callable(origins) else ()
+    try:
+        Origins(None, pages)  # what HostGuard will take: a wrong entry fails the build, not the app's start
+    except ValueError as exc:
+        raise ValueError(f"the server preset {name!r} returned {exc}") from None
     note = getattr(server, "note", None) or f"server = {name!r}: the build serves the {name} server preset's app"
     return Generated(
         preset=name,
@@ -116,4 +125,5 @@ def generate(name: str, options: Mapping[str, Any], root: Path, preset: Preset) 
         folder=folder,
         requirements=tuple(required(options)) if callable(required) else (),
         note=note,
+        allowed_origins=pages,
     )

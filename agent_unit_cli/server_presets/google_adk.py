@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agent_unit.http.origins import origin_of
+
 from ..presets import Preset
 
 __all__ = ["AGENTS", "MODULE", "Options", "server"]
@@ -147,6 +149,13 @@ class GoogleAdk:
             driver = sessions.partition("+")[2]
             found += [DRIVERS[driver]] if driver in DRIVERS else []
         return found
+
+    def allowed_origins(self, options: Mapping[str, Any]) -> list[str]:
+        """The pages ADK's CORS lets call (``allow_origins``): agent-unit's Origin check in front
+        lets them too. ``"*"`` and ``regex:`` entries name no one page: list those in ``allowed_origins``."""
+        chosen = globals()["options"](options)
+        found = [origin_of(entry) for entry in chosen.allow_origins if not entry.startswith("regex:")]
+        return [origin for origin in found if origin is not None]
 
 
 def _module(chosen: Options, *, serverless: bool) -> str:

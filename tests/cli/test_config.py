@@ -58,6 +58,7 @@ def test_overrides_win(tmp_path: Path) -> None:
             "agent-unit.toml: allowed_hosts: Value error, allowed_hosts: 'https://agents.example.com' is not a host",
         ),
         ("name = \n", "agent-unit.toml is not valid TOML"),
+        ("host_guard = false\n", "agent-unit.toml: host_guard = false applies to a `server` app only"),
     ],
 )
 def test_errors_name_the_key_and_the_file(tmp_path: Path, text: str, message: str) -> None:

@@ -36,6 +36,9 @@ class Hello:
         )
         return "hello_app:app"
 
+    def allowed_origins(self, options):
+        return options.get("pages", [])
+
 
 server = Hello()
 '''
@@ -83,6 +86,23 @@ def test_the_server_table_passes_its_other_keys_to_the_preset_as_options(install
     assert config.server_preset == "hello-server" and config.server_options == {"greeting": "good day"}
     made = generate("hello-server", config.server_options, root, PRESETS["server"])
     assert made.reference == "hello_app:app" and "'good day'" in (made.folder / "hello_app.py").read_text()
+    assert made.allowed_origins == ()  # it names no page its app lets call: the configured ones alone
+
+
+def test_a_page_a_server_preset_names_is_let_through_and_one_that_is_no_origin_fails_the_build(
+    installed: Path, tmp_path: Path
+) -> None:
+    made = generate("hello-server", {"pages": ["https://app.example.com"]}, tmp_path, PRESETS["server"])
+    assert made.allowed_origins == ("https://app.example.com",)
+    with pytest.raises(ValueError, match=r"hello-server' returned allowed_origins: 'app\.example\.com' is not an"):
+        generate("hello-server", {"pages": ["app.example.com"]}, tmp_path, PRESETS["server"])
+
+
+def test_the_pages_adks_cors_lets_call_get_past_the_origin_check_in_front_of_it(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    options = {"allow_origins": ["https://App.example.com/", "regex:https://.*\\.example\\.com", "*"]}
+    made = generate("google-adk", options, tmp_path, PRESETS["server"])
+    assert made.allowed_origins == ("https://app.example.com",)  # a pattern or "*" names no one page
 
 
 def test_an_unknown_server_preset_is_refused_naming_the_known_ones(installed: Path) -> None:

@@ -1,5 +1,6 @@
 """The three Python entry templates (server, aws-lambda, vercel) share their common part and
-pass the configuration to the app alike, ``ui`` included."""
+pass the configuration to the app alike, ``ui`` included; every entry of your own app (and
+cloudflare's) puts agent-unit's Host and Origin checks in front of it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 ENTRIES = ["server/main.py.j2", "aws-lambda/handler.py.j2", "vercel/functions/agent-unit.func/agent_unit_app.py.j2"]
+CLOUDFLARE = {"runtime": "default", "crons": {}, "exports": None, "run_class": "R", "index_class": "I"}
 
 
 def _render(template: str, **overrides: Any) -> str:
@@ -32,6 +34,7 @@ def _render(template: str, **overrides: Any) -> str:
         "max_body_bytes": 1000,
         "allowed_origins": ["https://app.example.com"],
         "allowed_hosts": [],
+        "host_guard": True,
         "a2a_default_agent": "refund",
         "budget": "60s",
         "retention": "30d",
@@ -85,8 +88,7 @@ def test_every_entry_passes_allowed_hosts_and_a_platform_that_routes_by_host_tak
 
 
 def test_the_cloudflare_entry_passes_allowed_hosts() -> None:
-    context = {"runtime": "default", "crons": {}, "exports": None, "run_class": "R", "index_class": "I"}
-    context["entrypoint"] = "Default"
+    context: dict[str, Any] = {**CLOUDFLARE, "entrypoint": "Default"}
     assert "allowed_hosts=['*']," in _render("cloudflare/src/entry.py.j2", **context)
     listed = _render("cloudflare/src/entry.py.j2", allowed_hosts=["agents.example.com"], **context)
     assert "allowed_hosts=['agents.example.com']," in listed
@@ -101,3 +103,42 @@ def test_a_server_build_with_temporal_runs_the_app_and_a_worker_or_either_alone_
     assert 'if "--worker" in sys.argv:' in source
     plain = _render("server/main.py.j2")
     assert "TEMPORAL" not in plain and "--worker" not in plain
+
+
+def _guard_options(source: str) -> dict[str, Any] | None:
+    """The keywords of the ``HostGuard(app, ...)`` call, or None when the entry has none."""
+    calls = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "HostGuard"
+    ]
+    if not calls:
+        return None
+    [call] = calls
+    options = {keyword.arg: keyword.value for keyword in call.keywords}
+    return {
+        key: ast.literal_eval(value) if isinstance(value, ast.Constant | ast.List) else ast.unparse(value)
+        for key, value in options.items()
+    }
+
+
+@pytest.mark.parametrize("template", [*ENTRIES, "cloudflare/src/entry.py.j2"])
+def test_every_entry_of_your_own_app_puts_the_host_and_origin_checks_in_front_unless_host_guard_is_false(
+    template: str,
+) -> None:
+    context = {**CLOUDFLARE, "entrypoint": "Default"} if template.startswith("cloudflare/") else {}
+    own_app = {"module": "app.main", "attribute": "app"}
+    source = _render(template, server=own_app, **context)
+    compile(source, template, "exec")
+    routed_by_host = not template.startswith("server/")  # the platform reaches it only at its own domains
+    assert _guard_options(source) == {
+        "public_url": "os.environ.get('AGENT_UNIT_URL') or 'https://agents.example.com'",
+        "allowed_hosts": ["*"] if routed_by_host else [],
+        "allowed_origins": ["https://app.example.com"],
+    }
+    listed = _render(template, server=own_app, allowed_hosts=["agents.internal"], **context)
+    assert _guard_options(listed)["allowed_hosts"] == ["agents.internal"]  # type: ignore[index]
+    off = _render(template, server=own_app, host_guard=False, **context)
+    compile(off, template, "exec")
+    assert _guard_options(off) is None and "host_guard = false" in off
+    assert _guard_options(_render(template, **context)) is None  # agent-unit's own app checks on its routes

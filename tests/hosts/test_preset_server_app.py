@@ -13,8 +13,9 @@ An app that mounts agents at ``/api/ai``, on aws-lambda and vercel: a run sleeps
 scheduled event wakes it; a run that yields at its budget continues under the mount path.
 
 The route answers, the lifespan started once per process, the ``wait_until`` work is done (on
-Lambda before the handler returns), the task runs. And a table of bad input, each refused
-with one clear error and nothing written.
+Lambda before the handler returns), the task runs; a DNS-rebinding Host (server) and a foreign
+page's POST (server, aws-lambda, dev) are refused by agent-unit's checks in front of the app.
+And a table of bad input, each refused with one clear error and nothing written.
 
 Builds run pip, so each is built once per module and shared by the tests that read it.
 """
@@ -75,6 +76,12 @@ async def later(who: str) -> None:
 async def hello(who: str):
     wait_until(later(who))
     return {"hello": who}
+
+
+@app.post("/pay/{who}")
+async def pay(who: str):
+    note(f"paid {who}")
+    return {"paid": who}
 
 
 async def digest(name, scheduled_at):
@@ -243,6 +250,34 @@ def test_a_moved_server_build_serves_the_app_with_its_lifespan_wait_until_and_ta
     assert logged(log).count("lifespan started") == 1
 
 
+def test_a_server_build_refuses_a_rebinding_host_and_a_foreign_pages_post_before_your_app_sees_them(
+    server_build: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    root, _ = server_build
+    moved = tmp_path / "elsewhere" / "server"
+    shutil.copytree(root / ".output" / "server", moved)
+    log = tmp_path / "app.log"
+    port = free_port()
+    environment = {"PATH": os.environ["PATH"], "PORT": str(port), "HOST": "127.0.0.1", "APP_LOG": str(log)}
+    server = subprocess.Popen([sys.executable, "-I", "-S", "main.py"], cwd=moved, env=environment)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, timeout=120)
+        rebound = httpx.post(f"{url}/pay/eve", headers={"host": "evil.example", "origin": "http://evil.example"})
+        assert rebound.status_code == 421 and rebound.json()["error"]["code"] == "forbidden_host", rebound.text
+        assert httpx.get(f"{url}/hello/eve", headers={"host": "evil.example"}).status_code == 421  # reads too
+        foreign = httpx.post(f"{url}/pay/eve", headers={"origin": "https://evil.example"})
+        assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "forbidden_origin", foreign.text
+        assert "paid eve" not in logged(log)
+        assert httpx.post(f"{url}/pay/ann").json() == {"paid": "ann"}  # a client that is no browser
+        assert httpx.post(f"{url}/pay/bob", headers={"origin": url}).json() == {"paid": "bob"}  # the app's own page
+        assert httpx.get(f"{url}/hello/ann", headers={"origin": "https://evil.example"}).json() == {"hello": "ann"}
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    assert [line for line in logged(log) if line.startswith("paid")] == ["paid ann", "paid bob"]
+
+
 @pytest.fixture(scope="module")
 def docker_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     root = project(tmp_path_factory.mktemp("app-docker"))
@@ -337,6 +372,22 @@ def test_a_lambda_container_starts_the_lifespan_once_and_finishes_wait_until_bef
     assert logged(log) == ["lifespan started", "later ann", "later bob"]
 
 
+def test_a_lambda_container_refuses_a_foreign_pages_post_before_your_app_sees_it(
+    lambda_build: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Lambda routes by Host (any Host is the function's own), but a page of another site that
+    posts through a visitor's browser is refused by the Origin check in front of your app."""
+    root, _ = lambda_build
+    log = tmp_path / "app.log"
+    foreign, own, plain = http_event("/pay/eve", "POST"), http_event("/pay/ann", "POST"), http_event("/pay/bob", "POST")
+    foreign["headers"]["origin"] = "https://evil.example"
+    own["headers"]["origin"] = f"https://{own['headers']['host']}"  # a page the function serves itself
+    refused, *served = cold_container(root / "function", log, foreign, own, plain)
+    assert refused["statusCode"] == 403 and json.loads(refused["body"])["error"]["code"] == "forbidden_origin"
+    assert [json.loads(answer["body"]) for answer in served] == [{"paid": "ann"}, {"paid": "bob"}]
+    assert [line for line in logged(log) if line.startswith("paid")] == ["paid ann", "paid bob"]
+
+
 def test_a_lambda_schedule_event_runs_the_apps_task(lambda_build: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     root, _ = lambda_build
     log = tmp_path / "app.log"
@@ -422,7 +473,7 @@ def test_every_engine_key_beside_server_is_named_in_one_error(tmp_path: Path) ->
     assert not (root / ".output").exists()
 
 
-def test_dev_serves_your_own_app_and_reloads_it_on_change(tmp_path: Path) -> None:
+def test_dev_serves_your_own_app_behind_the_host_and_origin_checks_and_reloads_it_on_change(tmp_path: Path) -> None:
     root = project(tmp_path / "project")
     log = tmp_path / "app.log"
     dev = DevProcess(root, env={"APP_LOG": str(log)})
@@ -433,6 +484,16 @@ def test_dev_serves_your_own_app_and_reloads_it_on_change(tmp_path: Path) -> Non
         (root / "web" / "main.py").write_text(APP.replace('{"hello": who}', '{"hi": who}'))
         dev.wait_for("serving on", count=2)
         assert httpx.get(f"{dev.url}/hello/ann").json() == {"hi": "ann"}
+        # dev serves it behind the Host and Origin checks a build puts in front of it
+        rebound = httpx.post(f"{dev.url}/pay/eve", headers={"host": "evil.example", "origin": "http://evil.example"})
+        assert rebound.status_code == 421, rebound.text
+        foreign = {"origin": "https://evil.example"}
+        assert httpx.post(f"{dev.url}/pay/eve", headers=foreign).json()["error"]["code"] == "forbidden_origin"
+        assert "paid eve" not in logged(log)
+        # host_guard = false: the app does its own checks, and gets every request
+        (root / "agent-unit.toml").write_text("host_guard = false\n" + CONFIG)
+        dev.wait_for("serving on", count=3)
+        assert httpx.post(f"{dev.url}/pay/eve", headers=foreign).json() == {"paid": "eve"}
     finally:
         assert dev.stop() == 0
     assert "later ann" in logged(log)  # wait_until work runs in dev

@@ -6,7 +6,8 @@ own API is driven through a session, as a client of ``adk api_server`` would:
 
 - server: the output moved elsewhere and started with ``python -I -S main.py``; a session made,
   a run answered by the model and a tool, the session read back, then again after a restart
-  (the session is in a SQLite file in the working directory's ``.agent-unit/``);
+  (the session is in a SQLite file in the working directory's ``.agent-unit/``); a DNS-rebinding
+  Host and a foreign page's POST refused by agent-unit's checks in front of ADK's app;
 - docker: what the Dockerfile copies, its CMD run with the image's ENV (no Docker engine here),
   the sessions in the image's writable ``.agent-unit/`` folder;
 - aws-lambda and vercel: in test_server_google_adk_lambda.py and _vercel.py (each its own
@@ -86,6 +87,30 @@ def test_a_moved_server_build_serves_adks_api_through_a_session_and_keeps_it_acr
     again = httpx.get(f"{started.url}/apps/helper/users/{USER}/sessions/{session['id']}").json()
     assert texts(again["events"]) == ["add", "the sum is 5"]
     assert again["state"] == {"n": 1}
+
+
+def test_a_server_build_refuses_a_rebinding_host_and_a_foreign_pages_post_before_adk_sees_them(
+    started: Started,
+) -> None:
+    """ADK's app is not agent-unit's, yet agent-unit's Host and Origin checks stand in front of it:
+    a DNS-rebinding page (its Host and Origin its own domain) reads nothing and makes no session,
+    a page of another site makes no run, and ADK's own clients are served as before."""
+    sessions = f"{started.url}/apps/helper/users/visitor/sessions"  # a user no other test has
+    rebound = {"host": "evil.example", "origin": "http://evil.example"}
+    for method in ("GET", "POST"):
+        refused = httpx.request(method, sessions, json={}, headers=rebound)
+        assert refused.status_code == 421, refused.text
+        assert refused.json()["error"]["code"] == "forbidden_host"
+    assert httpx.get(f"{started.url}/list-apps", headers={"host": "evil.example:80"}).status_code == 421
+    foreign = httpx.post(sessions, json={"state": {"by": "evil"}}, headers={"origin": "https://evil.example"})
+    assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "forbidden_origin"
+    run = {"app_name": "helper", "user_id": "visitor", "session_id": "s1", "new_message": message("add")}
+    assert httpx.post(f"{started.url}/run", json=run, headers={"origin": "https://evil.example"}).status_code == 403
+    assert httpx.get(sessions).json() == []  # nothing was made
+    own = httpx.post(sessions, json={}, headers={"origin": started.url})  # the dev UI's own page
+    assert own.status_code == 200, own.text
+    listed = httpx.get(sessions, headers={"host": "localhost"}).json()
+    assert [session["id"] for session in listed] == [own.json()["id"]]
 
 
 def test_web_true_serves_adks_dev_ui(started: Started) -> None:

@@ -1,4 +1,5 @@
-"""Your own ASGI app (``server = "app:app"``) on the cloudflare preset, in real workerd (``wrangler dev``)."""
+"""Your own ASGI app (``server = "app:app"``) on the cloudflare preset, in real workerd (``wrangler dev``),
+behind agent-unit's Origin check."""
 
 from __future__ import annotations
 
@@ -34,3 +35,13 @@ def test_wait_until_work_finishes_after_the_response_with_no_uncaught_error(
 def test_agent_unit_env_reads_a_wrangler_var_and_a_dev_vars_secret(worker: WranglerDev) -> None:
     body = httpx.get(worker.url + "/settings", timeout=60).json()
     assert body == {"greeting": "hello from wrangler.jsonc", "token": "tok-123", "missing": False}
+
+
+def test_a_foreign_pages_post_is_refused_before_your_app_sees_it(worker: WranglerDev, ledger: Ledger) -> None:
+    """Workers route by Host (any Host is the Worker's own), but the Origin check stands in front of your app."""
+    before = len(ledger.made("/later"))
+    refused = httpx.post(worker.url + "/later", headers={"origin": "https://evil.example"}, timeout=60)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden_origin", refused.text
+    own = httpx.post(worker.url + "/later", headers={"origin": worker.url}, timeout=60)  # a page it serves itself
+    assert own.json() == {"accepted": True}
+    eventually(lambda: len(ledger.made("/later")) == before + 1)
