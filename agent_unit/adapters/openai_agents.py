@@ -16,6 +16,7 @@ reaches the point where it stopped without repeating a model call or a tool.
   works inside it). ``needs_approval`` becomes the shared ``tool-approval`` interrupt, so a
   run waits for a human as a parked run, not as an SDK ``RunState`` to keep somewhere.
 - The conversation continues on the run's thread: its history is kept in thread state.
+- With OpenTelemetry on, the SDK's own spans nest under the run's (``openai_agents_tracing``).
 
 Not journaled, so they run again on a replay: MCP server tools, guardrails, lifecycle hooks
 and ``on_handoff`` callbacks. Keep them free of side effects. Hosted tools (web search, file
@@ -46,6 +47,7 @@ from openai.types.responses.response_reasoning_item import ResponseReasoningItem
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from .. import telemetry
 from ..errors import AdapterError
 from .api import AdapterContext, define_adapter
 from .approval import ask_approval
@@ -309,6 +311,11 @@ async def _run(agent: agents.Agent[Any], ctx: AdapterContext) -> Any:
         return await ctx.kv.get(HISTORY)
 
     history = await ctx.durable.value(HISTORY, read_history) or []
+    active = telemetry.active()
+    if active is not None:  # the SDK's spans under the execution's (imports OpenTelemetry: only when on)
+        from .openai_agents_tracing import bridge
+
+        bridge(active)
     provider = JournaledProvider(ctx)
     try:
         result = await agents.Runner.run(

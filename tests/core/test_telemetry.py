@@ -17,9 +17,7 @@ from typing import Any
 
 import pytest
 from opentelemetry import context as otel_context
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -28,40 +26,10 @@ from agent_unit import RetryPolicy, Run, RunEngine, RunStatus, define_agent, tel
 from agent_unit.durable import Durable
 from agent_unit.stores.memory import MemoryStore
 
+from ..support.otel_spans import Spans
 from .test_telemetry_agents import steps
 
 INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-
-
-class Spans:
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.metrics = InMemoryMetricReader()
-        telemetry.configure(provider, MeterProvider(metric_readers=[self.metrics]))
-
-    def all(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
-
-    def executions(self) -> list[ReadableSpan]:
-        found = [span for span in self.all() if span.attributes and "agent_unit.execution" in span.attributes]
-        return sorted(found, key=lambda span: span.start_time or 0)
-
-    def named(self, prefix: str) -> list[ReadableSpan]:
-        return [span for span in self.all() if span.name.startswith(prefix)]
-
-    def points(self, metric: str) -> list[Any]:
-        data = self.metrics.get_metrics_data()
-        assert data is not None
-        return [
-            point
-            for resource in data.resource_metrics
-            for scope in resource.scope_metrics
-            for found in scope.metrics
-            if found.name == metric
-            for point in found.data.data_points
-        ]
 
 
 @pytest.fixture

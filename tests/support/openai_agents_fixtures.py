@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Usage, function_tool, set_tracing_disabled
+from agents import Agent, Model, ModelResponse, Usage, function_tool, generation_span, set_tracing_disabled
 from agents.items import TResponseOutputItem
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from openai.types.responses.response_reasoning_item import ResponseReasoningItem, Summary
@@ -90,7 +90,12 @@ class ScriptedModel(Model):
         _append("MODEL_CALLS_FILE", f"{self.model} {len(items)}")
         conformance.model_called(f"{self.model} {len(items)}")
         usage = Usage(requests=1, input_tokens=10, output_tokens=5, total_tokens=15)
-        return ModelResponse(output=self.script(items), usage=usage, response_id=None)
+        # a generation span, as the SDK's own models open one around each call
+        with generation_span(model=self.model, input=items, disabled=tracing.is_disabled()) as span:
+            output = self.script(items)
+            span.span_data.output = [_dict(item) for item in output]
+            span.span_data.usage = {"input_tokens": 10, "output_tokens": 5}
+        return ModelResponse(output=output, usage=usage, response_id=None)
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         raise NotImplementedError("the scripted model does not stream")
