@@ -25,6 +25,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -267,9 +268,10 @@ def test_the_output_matches_what_vercel_build_makes(
 class Instance:
     """One function instance, started as Vercel's functions runtime starts it (see the module's docstring)."""
 
-    def __init__(self, folder: Path, python: str, env: dict[str, str]) -> None:
+    def __init__(self, folder: Path, python: str, env: dict[str, str], *, prelude: str = "") -> None:
         self.folder = folder
         self.python = python
+        self.prelude = prelude  # code run before the handler module is imported
         config = json.loads((folder / ".vc-config.json").read_text())
         self.env = {"PATH": os.environ["PATH"], **config["environment"], **env}
         self.messages: list[tuple[float, dict[str, Any]]] = []
@@ -283,7 +285,7 @@ class Instance:
         listener.listen(1)
         listener.settimeout(60)
         self.process = subprocess.Popen(
-            [self.python, "-c", "import vc__handler__python"],
+            [self.python, "-c", self.prelude + "\nimport vc__handler__python"],
             cwd=self.folder,
             env={**self.env, "VERCEL_IPC_PATH": path},
         )
@@ -442,6 +444,58 @@ def test_the_cron_request_wakes_a_run_whose_instance_is_gone(deployment: Deploym
     done = httpx.get(f"{second.url}/runs/{run_id}").json()
     assert done["status"] == "completed" and done["output"] == "rested well"
     assert httpx.post(sweep, headers={"authorization": f"Bearer {SECRET}"}).status_code == 200  # ours works too
+
+
+# Run before the handler module: OpenTelemetry's SDK (this test's, after the function's own
+# packages) configured the way an app does, batching spans for ten minutes, so only a flush exports
+# them in time; each exported span is written with the time it was exported (CLOCK_MONOTONIC,
+# the clock the test reads the invocation's end by).
+OTEL_PRELUDE = """
+import json, sys, time
+sys.path.append({purelib!r})
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+
+class Exported(SpanExporter):
+    def export(self, spans):
+        with open({path!r}, "a") as f:
+            for span in spans:
+                f.write(json.dumps({{"name": span.name, "at": time.monotonic()}}) + "\\n")
+        return SpanExportResult.SUCCESS
+
+
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(Exported(), schedule_delay_millis=600_000))
+trace.set_tracer_provider(provider)
+"""
+
+
+def test_a_runs_spans_are_exported_before_its_invocation_ends(
+    ours: Path, redis_url: str, function_python: tuple[str, str], tmp_path: Path
+) -> None:
+    spans = tmp_path / "spans.jsonl"
+    prelude = OTEL_PRELUDE.format(purelib=sysconfig.get_paths()["purelib"], path=str(spans))
+    env = {"AGENT_UNIT_STORAGE": redis_url, "AGENT_UNIT_SECRET": SECRET, "REFUND_LEDGER": str(tmp_path / "ledger")}
+    instance = Instance(ours / FUNCTION, function_python[0], env, prelude=prelude).start()
+    try:
+        started = httpx.post(
+            f"{instance.url}/agents/refund/runs",
+            json={"input": {"order_id": "o_1"}},
+            headers={"x-vercel-internal-request-id": "9"},
+            timeout=30,
+        )
+        assert started.status_code == 202, started.text
+        deadline = time.monotonic() + 30
+        while (ended := instance.ended(9)) is None:
+            assert time.monotonic() < deadline, instance.logs()
+            time.sleep(0.05)
+        exported = [json.loads(line) for line in spans.read_text().splitlines()] if spans.exists() else []
+    finally:
+        instance.stop()
+    assert sorted(span["name"] for span in exported) == ["run refund", "step load-order"], instance.logs()
+    assert max(span["at"] for span in exported) < ended  # exported before the instance could be frozen
 
 
 EVENTS = """
