@@ -390,6 +390,8 @@ class RunEngine:
             if opened is not None:
                 opened.end()
             raise
+        if observed is not None:  # a queued run counts once its executor accepts it (Temporal's start)
+            observed.started(record.agent)
         self.tail.notify(record.id)
         return record, opened
 
@@ -660,6 +662,8 @@ class RunEngine:
             record.version = expected + 1
             break
         self.tail.notify(run_id)
+        if (observed := telemetry.active()) is not None:  # here, not in an execution: a parked run has none
+            observed.finished(record.agent, RunStatus.cancelled.value)
         self._sweeper.disarm(run_id)
         self._executor.stop(run_id, "cancelled")
         if record.settling is not None and settle > 0:

@@ -122,8 +122,16 @@ class Telemetry:
         carrier: dict[str, str] = {}
         _W3C.inject(carrier, context=trace.set_span_in_context(span))
         record.trace = carrier or None
-        self.runs_started.add(1, {"agent_unit.agent": record.agent})
         return span
+
+    def started(self, agent: str) -> None:
+        """A run was accepted: stored and handed to what executes it (this process, or Temporal)."""
+        self.runs_started.add(1, {"agent_unit.agent": agent})
+
+    def finished(self, agent: str, status: str) -> None:
+        """A run ended: ``completed`` or ``failed`` where it executed, ``cancelled`` where it was
+        cancelled (once, whether it was running, parked or queued: a parked run has no execution)."""
+        self.runs_finished.add(1, {"agent_unit.agent": agent, "agent_unit.run.status": status})
 
     def claimed(self, agent: str, kind: str, waited: float) -> None:
         """A parked run was taken to execute again, ``waited`` seconds after its last save."""
@@ -288,8 +296,8 @@ class ExecutionTelemetry:
         span.set_attribute("agent_unit.run.status", status)
         if status in ("interrupted", "sleeping", "yielded"):
             tel.runs_parked.add(1, {**agent, "agent_unit.park": status})
-        elif status in ("completed", "failed"):
-            tel.runs_finished.add(1, {**agent, "agent_unit.run.status": status})
+        elif status in ("completed", "failed"):  # a cancel is counted where it is decided (RunEngine.cancel)
+            tel.finished(record.agent, status)
         for entry in record.usage:
             _usage_attributes(span, entry, total=True)
         token, self._token = self._token, None

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import events as ev
+from .. import telemetry
 from ..answers import check_answer
 from ..deadlines import late_answer
 from ..engine import RunEngine, SweepResult
@@ -105,6 +106,8 @@ class TemporalEngine(RunEngine):
         except EngineUnavailable:
             await self.discard(record.id)
             raise
+        if (observed := telemetry.active()) is not None:  # started once Temporal took it, not if it refused
+            observed.started(record.agent)
         return await self.wait(record.id) if wait else record
 
     async def _start_workflow(self, record: RunRecord, *, again: bool = False) -> None:

@@ -289,3 +289,34 @@ async def test_a_budget_yield_is_an_event_and_each_continuation_a_child_of_the_r
     assert sorted(span.name for span in spans.named("step ")) == ["step one", "step two"]
     (parked,) = spans.points("agent_unit.runs.parked")
     assert dict(parked.attributes) == {"agent_unit.agent": "steps", "agent_unit.park": "yielded"}
+
+
+@define_agent
+async def dozer(input: None, run: Run) -> str:
+    await run.sleep("1h")
+    return "rested"
+
+
+@define_agent
+async def stuck(input: None, run: Run) -> str:
+    await run.step("wait", lambda: asyncio.sleep(30))
+    return "never"
+
+
+async def test_a_cancelled_run_counts_as_finished_once_whether_it_was_parked_or_running(spans: Spans) -> None:
+    engine = RunEngine({"refund": refund, "dozer": dozer, "stuck": stuck}, MemoryStore())
+    parked = await engine.start("refund", {"id": "o1"}, wait=True)
+    sleeping = await engine.start("dozer", None, wait=True)
+    running = await engine.start("stuck", None)
+    assert (parked.status, sleeping.status) == (RunStatus.interrupted, RunStatus.sleeping)
+    await asyncio.sleep(0.05)
+    for record in (parked, sleeping, running):
+        assert (await engine.cancel(record.id)).status == RunStatus.cancelled
+    await engine.aclose()
+    finished = {
+        (point.attributes["agent_unit.agent"], point.attributes["agent_unit.run.status"]): point.value
+        for point in spans.points("agent_unit.runs.finished")
+    }
+    assert finished == {("refund", "cancelled"): 1, ("dozer", "cancelled"): 1, ("stuck", "cancelled"): 1}
+    started = {point.attributes["agent_unit.agent"]: point.value for point in spans.points("agent_unit.runs.started")}
+    assert started == {"refund": 1, "dozer": 1, "stuck": 1}

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit import Run, RunEngine, define_agent
+from agent_unit import Run, RunEngine, define_agent, telemetry
 from agent_unit.errors import EngineUnavailable, InvalidAnswer, NotInterrupted, RunConflict
 from agent_unit.records import RunRecord
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.temporal import TemporalEngine, TemporalSettings
 
+from ..support.otel_spans import Spans
 from ..support.server import free_port
 from ..support.temporal import TemporalServer
 
@@ -100,6 +101,30 @@ async def test_an_answer_for_another_interrupt_or_a_bad_one_leaves_the_run_parke
             await unit.resume(parked.id, True)
     finally:
         await unit.aclose()
+
+
+async def test_runs_temporal_starts_count_as_started_and_a_cancel_as_finished_once(
+    tmp_path: Path, temporal_server: TemporalServer
+) -> None:
+    spans = Spans()
+    nowhere = engine(tmp_path / "nowhere", f"127.0.0.1:{free_port()}")
+    unit = engine(tmp_path, temporal_server.address)
+    unit.start_background()
+    try:
+        with pytest.raises(EngineUnavailable):  # refused: no run, so none started
+            await nowhere.start("ask", "x")
+        parked = await unit.start("ask", "x", wait=True)
+        assert parked.status.value == "interrupted"
+        assert (await unit.cancel(parked.id)).status.value == "cancelled"
+    finally:
+        await nowhere.aclose()
+        await unit.aclose()
+        telemetry.reset()
+    (started,) = spans.points("agent_unit.runs.started")
+    assert dict(started.attributes) == {"agent_unit.agent": "ask"} and started.value == 1
+    (finished,) = spans.points("agent_unit.runs.finished")
+    assert dict(finished.attributes) == {"agent_unit.agent": "ask", "agent_unit.run.status": "cancelled"}
+    assert finished.value == 1
 
 
 async def test_a_run_that_yields_at_its_budget_continues_in_the_worker(
