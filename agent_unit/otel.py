@@ -37,6 +37,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from .parks import Cancelled, Interrupted, Sleeping, Yielded
+from .run import idempotency_key
 
 if TYPE_CHECKING:
     from .records import RunRecord
@@ -227,36 +228,48 @@ class ExecutionTelemetry:
         self.record = record
         self.span = span
         self.kind = kind
+        self._labels: dict[tuple[str, str], dict[str, str]] = {}
         self._token: object | None = otel_context.attach(trace.set_span_in_context(span))
 
     def work(self, key: str, name: str) -> WorkTelemetry | None:
-        """The span of a step, model or tool call that runs now (None for bookkeeping: values, reads)."""
+        """The span of a step, model or tool call that runs now (None for bookkeeping: values, reads).
+
+        Per step, so kept lean (``bench/otel_cost.py``): few attributes (each costs the SDK a few
+        microseconds, and a step may take only tens; the run's id and attempt are on the parent,
+        the execution's span), the metric's labels made once per kind and outcome.
+        """
         found = work_kind(key, name)
         if found is None:
             return None
         kind, rest = found
-        from .run import idempotency_key
-
-        # Few attributes: each costs the SDK a few microseconds, and a step may take only tens.
-        # The run's id and attempt are on the execution's span, this span's parent.
         attributes: dict[str, Any] = {
             "openinference.span.kind": _SPAN_KIND[kind],
             "agent_unit.idempotency_key": idempotency_key(self.record.id, key),
         }
         if kind == "step":
-            title = f"step {name}"
+            title = "step " + name
             attributes["agent_unit.step.name"] = name
         elif kind == "model":
-            title = f"chat {name}"
+            title = "chat " + name
             attributes["gen_ai.operation.name"] = "chat"
             attributes["gen_ai.request.model"] = name
         else:
-            title = f"execute_tool {name}"
+            title = "execute_tool " + name
             attributes["gen_ai.operation.name"] = "execute_tool"
             attributes["gen_ai.tool.name"] = name
             attributes["gen_ai.tool.call.id"] = rest
-        span = self.telemetry.tracer.start_span(title, kind=SpanKind.INTERNAL, attributes=attributes)
-        return WorkTelemetry(self, span, kind, name)
+        return WorkTelemetry(self, self.telemetry.tracer.start_span(title, attributes=attributes), kind)
+
+    def labels(self, kind: str, outcome: str) -> dict[str, str]:
+        """The step duration's labels for work of ``kind`` that ended with ``outcome`` (made once)."""
+        found = self._labels.get((kind, outcome))
+        if found is None:
+            found = self._labels[kind, outcome] = {
+                "agent_unit.agent": self.record.agent,
+                "agent_unit.work.kind": kind,
+                "agent_unit.work.outcome": outcome,
+            }
+        return found
 
     def end(self, outcome: BaseException | None, status: str | None = None) -> None:
         """Close the span with how the execution stopped: ``outcome`` is the park, the error, or None
@@ -310,11 +323,10 @@ class ExecutionTelemetry:
 class WorkTelemetry:
     """One step's, model call's or tool call's span, current while its function runs."""
 
-    def __init__(self, execution: ExecutionTelemetry, span: Any, kind: str, name: str) -> None:
+    def __init__(self, execution: ExecutionTelemetry, span: Any, kind: str) -> None:
         self.execution = execution
         self.span = span
         self.kind = kind
-        self.name = name
         self._started = time.monotonic()
         self._token: object | None = otel_context.attach(trace.set_span_in_context(span))
 
@@ -341,7 +353,7 @@ class WorkTelemetry:
             for field, kind in (("inputTokens", "input"), ("outputTokens", "output")):
                 if isinstance(usage.get(field), int):
                     tel.token_usage.record(usage[field], {**labels, "gen_ai.token.type": kind})
-        if self.execution.telemetry.payloads:
+        if self.execution.telemetry.payloads:  # off by default: nothing more to do per step
             key = "gen_ai.tool.call.result" if self.kind == "tool" else "output.value"
             self.span.set_attribute(key, _payload(text))
 
@@ -358,14 +370,8 @@ class WorkTelemetry:
         if outcome == "error" and error is not None:
             span.record_exception(error)
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-        self.execution.telemetry.step_duration.record(
-            time.monotonic() - self._started,
-            {
-                "agent_unit.agent": self.execution.record.agent,
-                "agent_unit.work.kind": self.kind,
-                "agent_unit.work.outcome": outcome,
-            },
-        )
+        execution = self.execution
+        execution.telemetry.step_duration.record(time.monotonic() - self._started, execution.labels(self.kind, outcome))
         try:
             otel_context.detach(token)  # type: ignore[arg-type]
         finally:
