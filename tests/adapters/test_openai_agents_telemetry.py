@@ -120,3 +120,37 @@ def test_with_telemetry_off_an_sdk_run_loads_no_bridge() -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_an_app_that_instrumented_the_sdk_itself_keeps_its_own_instrumentation() -> None:
+    code = (
+        "import asyncio\n"
+        "from agents import set_trace_processors, set_tracing_disabled\n"
+        "from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+        "from agent_unit import telemetry\n"
+        "from agent_unit.testing import create_test_unit\n"
+        "from tests.support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script\n"
+        "def provider(exporter):\n"
+        "    made = TracerProvider()\n"
+        "    made.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "    return made\n"
+        "set_tracing_disabled(False)\n"
+        "set_trace_processors([])\n"
+        "apps, ours = InMemorySpanExporter(), InMemorySpanExporter()\n"
+        "OpenAIAgentsInstrumentor().instrument(tracer_provider=provider(apps))\n"
+        "telemetry.configure(provider(ours))\n"
+        "async def main():\n"
+        "    unit = create_test_unit({'s': refund_agent(ScriptedModel(refund_script), approve=False)}, adapters=[])\n"
+        "    done = await unit.run('s', 'refund')\n"
+        "    assert done.status == 'completed', done.error\n"
+        "    await unit.close()\n"
+        "asyncio.run(main())\n"
+        "scopes = lambda found: sorted({span.instrumentation_scope.name for span in found.get_finished_spans()})\n"
+        "print(scopes(apps), scopes(ours))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.strip() == f"['{SDK_SCOPE}'] ['agent_unit']"
