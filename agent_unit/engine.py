@@ -32,6 +32,8 @@ from .durations import Duration, parse_duration
 from .errors import (
     AgentBroken,
     AgentNotFound,
+    InterruptExpired,
+    InvalidAnswer,
     InvalidArgument,
     InvalidInput,
     NotFailed,
@@ -41,6 +43,7 @@ from .errors import (
     StoreUnavailable,
     UnstorableValue,
 )
+from .execution import Execution
 from .executor import Executor
 from .host import SERVER, Host, OnContinue, ScheduleWake
 from .ids import new_id
@@ -290,13 +293,19 @@ class RunEngine:
         return {run_id: task for run_id, (task, _) in self._executor.executions.items()}
 
     async def wait(self, run_id: str) -> RunRecord:
-        """Wait for this process's execution of the run (and its continuations) to stop."""
+        """Wait for this process's execution of the run (and its continuations) to stop.
+
+        The run as the last execution saved it when that save parked or ended it (the record the
+        store holds, with no read); otherwise (cancelled, lost, handed on, or none ran here) as read."""
+        last: Execution | None = None
         while (running := self._executor.executions.get(run_id)) is not None:
-            task = running[0]
+            task, last = running
             if task.done():
                 self._executor.forget(run_id, task)
             else:
                 await asyncio.wait([task])
+        if last is not None and last.left is not None:
+            return last.left
         return await self.get(run_id)
 
     # -- changing ------------------------------------------------------------------------
@@ -444,6 +453,7 @@ class RunEngine:
         interrupt_key: str | None = None,
         answered_by: str | None = None,
         accepted_at: float | None = None,
+        record: RunRecord | None = None,
     ) -> RunRecord:
         """Answer an interrupted run and execute it on. The answer must fit the interrupt's schema.
 
@@ -455,8 +465,32 @@ class RunEngine:
         ``accepted_at``: when the answer was taken, if not now: an engine that takes answers before
         it saves them (Temporal's Update) passes that time, so an answer taken before the deadline
         is not late when it is saved after it.
+
+        ``record``: the run as the caller read it a moment ago (to authorize the answer), so the
+        resume need not read it again (left as it is: the resume claims a copy). A stale one costs
+        a read: whatever it makes the resume refuse (the claim's compare-and-set included) is
+        checked again on the run as stored, so the outcome is the one a fresh read gives.
         """
-        record = await self.get(run_id)
+        taken = (answer, interrupt_key, answered_by, accepted_at)
+        if record is None or record.id != run_id:
+            claimed = await self._answer(await self.get(run_id), *taken)
+        else:
+            try:
+                claimed = await self._answer(record.model_copy(), *taken)
+            except (RunConflict, NotInterrupted, InterruptExpired, InvalidAnswer):
+                claimed = await self._answer(await self.get(run_id), *taken)
+        return await self.wait(run_id) if wait else claimed
+
+    async def _answer(
+        self,
+        record: RunRecord,
+        answer: Any,
+        interrupt_key: str | None,
+        answered_by: str | None,
+        accepted_at: float | None,
+    ) -> RunRecord:
+        """Check ``answer`` against ``record`` and claim the run with it journaled (see :meth:`resume`)."""
+        run_id = record.id
         now = self.clock.time() if accepted_at is None else accepted_at
         late = late_answer(record, now)
         if late is not None:
@@ -476,7 +510,7 @@ class RunEngine:
         answered = {"name": interrupt.name, "key": interrupt.key, "by": answered_by, "at": moment.isoformat()}
         started = ev.run_started(record.id, record.thread_id, record.attempt, answered=answered)
         await self._executor.claim(record, journal=(entry,), events=(started,), kind="resume")
-        return await self.wait(run_id) if wait else record
+        return record
 
     async def expire(self, run_id: str, *, wait: bool = False) -> RunRecord:
         """Wake an interrupted run whose deadline passed with no answer (a timer, the sweep or the

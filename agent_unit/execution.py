@@ -74,6 +74,9 @@ class Execution:
         self._halt = asyncio.Event()  # set once this execution stops: wakes steps waiting to retry
         self.stopping = False  # set once the agent is done: no new step starts, no renewal runs
         self.telemetry: ExecutionTelemetry | None = None  # this execution's span, when OpenTelemetry is on
+        self.left: RunRecord | None = None
+        """The record as this execution's last save left it in the store, once that save parked or
+        ended the run: what a caller waiting for the execution is answered with, without a read."""
 
     def enter_step(self, name: str = "") -> None:
         self._in_flight += 1

@@ -49,6 +49,11 @@ log = logging.getLogger("agent_unit")
 # A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
 _REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
 
+# What an execution's own save can leave a run as, for good or until someone acts (answer, wake,
+# retry): the record it saved is then what the store holds (see ``Execution.left``). Not queued:
+# a yielded or released run goes on at once, maybe elsewhere.
+_LEFT = frozenset({RunStatus.interrupted, RunStatus.sleeping, RunStatus.completed, RunStatus.failed})
+
 
 async def maybe_await(value: Awaitable[None] | None) -> None:
     """Await a host hook's result if it is awaitable: hooks may be plain or async functions."""
@@ -358,6 +363,8 @@ class Executor:
                         return False
                     expected = stored.version  # still ours: a message was stored meanwhile (send)
         record.version = expected + 1
+        if record.status in _LEFT:
+            execution.left = record
         self._engine.tail.notify(record.id)
         return True
 

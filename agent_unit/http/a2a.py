@@ -333,7 +333,7 @@ class _JsonRpc:
             record = await self._waiting_task(request, incoming)
             if record.status == RunStatus.interrupted:
                 answer = input_from(incoming, lambda value: _fits_answer(record, value))
-                resumed = await self.gateway.resume(record.id, answer, wait=wait, request=request)
+                resumed = await self.gateway.resume(record.id, answer, wait=wait, request=request, record=record)
                 record = resumed if wait else await self.engine.get(record.id)
             else:  # working: the message goes to the run, which reads it with run.messages()
                 value = input_from(incoming, lambda value: isinstance(value, str))
@@ -356,7 +356,7 @@ class _JsonRpc:
             after = await self.gateway.last_seq(record.id)
             if record.status == RunStatus.interrupted:
                 answer = input_from(incoming, lambda value: _fits_answer(record, value))
-                await self.gateway.resume(record.id, answer, request=request)
+                await self.gateway.resume(record.id, answer, request=request, record=record)
             else:  # working: the message goes to the run, as SendMessage's does
                 value = input_from(incoming, lambda value: isinstance(value, str))
                 await self.gateway.send(record.id, value, message_id=incoming.message_id)

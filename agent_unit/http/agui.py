@@ -178,7 +178,7 @@ class _AgUi:
         # The key is checked again inside the engine's compare-and-set: an answer given for an
         # interrupt the run has meanwhile left (another tab answered it) is refused, never moved on.
         if entry.status == "resolved":  # InvalidAnswer (422) leaves it parked
-            await self.gateway.resume(record.id, entry.payload, interrupt_key=key, request=request)
+            await self.gateway.resume(record.id, entry.payload, interrupt_key=key, request=request, record=record)
         else:
             await self.gateway.cancel(record.id, interrupt_key=key)
         return self.stream(record, run_input.run_id, after=after)

@@ -464,13 +464,12 @@ class _Routes:
             raise BadRequest(f"unknown field(s) {', '.join(unknown)}: send {{'answer': ...}}")
         if _wants_stream(request):
             after = await self.gateway.last_seq(record.id)
-            await self.gateway.resume(record.id, body.get("answer"), request=request)
+            await self.gateway.resume(record.id, body.get("answer"), request=request, record=record)
             return self._stream(record.id, after=after)
         wait = self.gateway.waits(_flag(request, "wait"))
-        resumed = await self.gateway.resume(record.id, body.get("answer"), wait=wait, request=request)
-        return JSONResponse(
-            (resumed if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202
-        )
+        # Without wait: the record as claimed, before its execution (a task of its own) has run at all.
+        resumed = await self.gateway.resume(record.id, body.get("answer"), wait=wait, request=request, record=record)
+        return JSONResponse(resumed.public(), status_code=200 if wait else 202)
 
     async def cancel(self, request: Request) -> Response:
         record = await self._run(request, "cancel")

@@ -168,9 +168,11 @@ class Gateway:
         interrupt_key: str | None = None,
         wait: bool = False,
         request: Request | None = None,
+        record: RunRecord | None = None,
     ) -> RunRecord:
         """Answer an interrupted run (authorize first); 422 if the answer does not fit, 409 if
-        it no longer waits (at ``interrupt_key``); ``wait``: see :meth:`waits`.
+        it no longer waits (at ``interrupt_key``); ``wait``: see :meth:`waits`. ``record``: the
+        run as :meth:`run` read it to authorize, which spares the resume a read of its own.
 
         The run records who answered (:func:`~agent_unit.http.auth.answerer` of ``request``) and
         when; with ``require_answerer``, an answer from nobody known is refused (401).
@@ -182,7 +184,7 @@ class Gateway:
                 "the answerer's identity (a string), or authenticate the request (request.user)"
             )
         return await self.engine.resume(
-            run_id, answer, wait=self.waits(wait), interrupt_key=interrupt_key, answered_by=by
+            run_id, answer, wait=self.waits(wait), interrupt_key=interrupt_key, answered_by=by, record=record
         )
 
     async def send(self, run_id: str, value: Any, *, message_id: str | None = None) -> RunRecord:

@@ -298,7 +298,9 @@ class _Tools:
         if unknown or "answer" not in arguments:
             raise InvalidArgument(usage)
         key = arguments.get("interrupt")
-        return await self._gateway.resume(record.id, arguments["answer"], wait=True, interrupt_key=key, request=request)
+        return await self._gateway.resume(
+            record.id, arguments["answer"], wait=True, interrupt_key=key, request=request, record=record
+        )
 
 
 def _accepts_none(agent: Agent) -> bool:

@@ -153,10 +153,12 @@ class TemporalEngine(RunEngine):
         interrupt_key: str | None = None,
         answered_by: str | None = None,
         accepted_at: float | None = None,
+        record: RunRecord | None = None,
     ) -> RunRecord:
         """Answer the run's interrupt through its workflow's ``resume`` Update (see the module);
         ``answered_by`` goes with it, and the activity that takes the answer records it. An answer
-        after the interrupt's deadline is refused (``InterruptExpired``, 409), as natively."""
+        after the interrupt's deadline is refused (``InterruptExpired``, 409), as natively. ``record``
+        is not used: the interrupt's key sent with the Update is read here, fresh."""
         from temporalio.client import WorkflowUpdateFailedError
         from temporalio.service import RPCError
 

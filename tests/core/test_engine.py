@@ -89,6 +89,32 @@ async def test_resume_of_a_run_that_is_not_interrupted_is_a_conflict() -> None:
     assert NotInterrupted.status == RunConflict.status == 409
 
 
+@define_agent
+async def twice(input: None, run: Run) -> list[str]:
+    first = await run.interrupt("first", answer=str)
+    second = await run.interrupt("second", answer=int)
+    return [first, str(second)]
+
+
+async def test_a_resume_handed_a_stale_record_answers_as_a_fresh_read_would() -> None:
+    unit = create_test_unit({"twice": twice, "waiter": waiter})
+    engine = unit.engine
+    parked = await unit.run("twice")
+    stale = parked.model_copy(deep=True)
+    moved = await engine.resume(parked.id, "a", wait=True)
+    assert moved.interrupt is not None and moved.interrupt.name == "second"
+    # The stale record waits at "first" (whose answer is a str): the run waits at "second" (an int).
+    done = await engine.resume(parked.id, 7, wait=True, record=stale)
+    assert done.status == RunStatus.completed and done.output == ["a", "7"]
+    assert stale == parked  # the caller's record is left as it was
+    with pytest.raises(NotInterrupted, match="is completed"):
+        await engine.resume(parked.id, 8, record=stale)
+    other = await unit.run("waiter", {"order_id": "o"})
+    with pytest.raises(NotInterrupted, match="is completed"):
+        await engine.resume(parked.id, "x", record=other)  # another run's record is not used
+    assert (await engine.get(other.id)).status == RunStatus.interrupted
+
+
 @pytest.mark.parametrize("status", ["running", "interrupted", "sleeping", "queued"])
 async def test_cancel_each_live_status(status: str) -> None:
     started = asyncio.Event()
@@ -355,6 +381,33 @@ async def test_text_deltas_within_the_window_are_merged() -> None:
     merged = [json.loads(event) for event in batched.drain()]
     assert [e.get("delta") for e in merged] == ["Hello world", "x", '{"a":1}']
     assert len(unbatched.drain()) == 6
+
+
+@define_agent
+async def shapes(input: str, run: Run) -> Any:
+    value = await run.step("value", lambda: {"tuple": (1, 2.5), 3: "int key", "text": "é\n"})
+    if input == "interrupt":
+        return await run.interrupt("ask", {"seen": value, 4: (5,)}, answer=dict[int, str], timeout="1d")
+    if input == "sleep":
+        await run.sleep("1h")
+    if input == "fail":
+        raise LookupError("no such order: é")
+    return {"value": value, 6: (7, None)}
+
+
+@pytest.mark.parametrize("ending", ["complete", "interrupt", "sleep", "fail"])
+async def test_a_waited_run_is_the_record_the_store_holds(store_factory: StoreFactory, ending: str) -> None:
+    """A wait answers with the record its execution saved, no read: it must be what a read gives."""
+    store = store_factory()
+    unit = create_test_unit({"shapes": shapes}, store)
+    waited = await unit.engine.start("shapes", ending, wait=True)
+    assert waited.status == {"complete": "completed", "interrupt": "interrupted", "sleep": "sleeping"}.get(
+        ending, "failed"
+    )
+    assert waited == await store.load_run(waited.id)
+    if ending == "interrupt":
+        resumed = await unit.engine.resume(waited.id, {"1": "yes"}, wait=True)
+        assert resumed.output == {"1": "yes"} and resumed == await store.load_run(waited.id)
 
 
 async def test_engine_restart_recovers_a_run_whose_lease_lapsed(store_factory: StoreFactory) -> None:

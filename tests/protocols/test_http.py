@@ -624,3 +624,29 @@ async def test_a_follower_of_a_parked_run_stays_until_the_run_ends(http: httpx.A
         await http.post(f"/runs/{parked['id']}/resume", json={"answer": {"approved": True}})
         seen = await follower
     assert seen[-1] == "RUN_FINISHED" and "RUN_INTERRUPTED" in seen
+
+
+@pytest.mark.parametrize("wait", ["?wait=1", ""])
+async def test_a_resume_over_http_reads_the_run_record_once(http: httpx.AsyncClient, wait: str) -> None:
+    parked = await start_parked(http)
+    store = http.app.engine.store  # type: ignore[attr-defined]
+    reads: list[str] = []
+    load_run = store.load_run
+
+    async def counted(run_id: str) -> Any:
+        reads.append(run_id)
+        return await load_run(run_id)
+
+    store.load_run = counted  # on this instance only: the store itself answers
+    try:
+        resumed = await http.post(f"/runs/{parked['id']}/resume{wait}", json={"answer": {"approved": True}})
+    finally:
+        del store.load_run
+    await http.app.engine.wait(parked["id"])  # type: ignore[attr-defined]
+    assert resumed.status_code == (200 if wait else 202)
+    assert resumed.json()["status"] == ("completed" if wait else "running")
+    assert reads == [parked["id"]]
+    done = (await http.get(f"/runs/{parked['id']}")).json()
+    assert done["status"] == "completed" and done["output"] == "refunded"
+    if wait:
+        assert resumed.json() == done
