@@ -33,6 +33,22 @@ themselves or untyped (a float is not among them: typed, pydantic writes NaN as 
 _schemas: dict[Any, dict[str, Any]] = {}
 
 
+def _int_text(value: int) -> str | None:
+    """An int's JSON text where it is short (``repr``, as every JSON writer has it); else None: the
+    general path, which refuses one of more than 4,300 digits as JSON readers do."""
+    return repr(value) if -_SHORT_INT < value < _SHORT_INT else None
+
+
+_SHORT_INT = 10**18
+# The JSON text of values that read back as themselves, written without an encoder (a step's
+# result is journaled once per step, and these are most of the results of small steps).
+_SCALAR_TEXT: dict[type, Callable[[Any], str | None]] = {
+    int: _int_text,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda value: "null",
+}
+
+
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
     try:
         return _adapters[annotation]
@@ -95,6 +111,11 @@ def encode(value: Any, annotation: Any, what: str, limit: int) -> tuple[str, Any
     too deep, too large) or does not read back (a float NaN written as ``null``): the text
     is read here exactly as a replay will read it, so what is journaled always replays.
     """
+    kind = type(value)
+    if kind in _SCALAR_TEXT and (annotation is UNTYPED or annotation is kind):
+        text = _SCALAR_TEXT[kind](value)
+        if text is not None and len(text) <= limit:
+            return text, value  # a no-op step's 1, a flag: its JSON is its repr, and it reads back as itself
     try:
         text, size = jsontext.encode(value, None if annotation is UNTYPED else _adapter(annotation))
     except ValueError as exc:

@@ -137,6 +137,23 @@ STEP_THREADS = sys.platform != "emscripten"
 """Whether sync step functions run in worker threads; False runs them inline (Pyodide, in Workers, has none)."""
 
 # Events batched for ``delta_batch_ms`` so that deltas close together are stored as one.
+_step_parts: dict[str, tuple[str, Callable[[dict[str, Any] | None], dict[str, Any]]]] = {}
+_MAX_STEP_NAMES = 4096
+
+
+def _parts_of(name: str) -> tuple[str, Callable[[dict[str, Any] | None], dict[str, Any]]]:
+    """What errors call a step's result, and the function that makes its STEP_FINISHED: the same
+    for every step of that name, so made once per name (a run's steps repeat a few names)."""
+    parts = (f"the result of step {name!r}", functools.partial(step_finished, name))
+    try:
+        if len(_step_parts) >= _MAX_STEP_NAMES:
+            _step_parts.clear()
+        _step_parts[name] = parts
+    except TypeError:
+        pass  # unhashable: refused as a name further on
+    return parts
+
+
 _DELTAS = frozenset({"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "REASONING_MESSAGE_CONTENT"})
 
 
@@ -392,6 +409,10 @@ class Run:
         key = self.next_key("step", name)
         if usage is not None:
             return self._model_step(key, name, fn, retry, usage)
+        try:
+            what, finished = _step_parts[name]
+        except (KeyError, TypeError):  # TypeError: an unhashable name, which journaled() refuses
+            what, finished = _parts_of(name)
         # The coroutine of journaled() itself, not one awaiting it: a step is one coroutine fewer.
         return self.journaled(
             key,
@@ -399,9 +420,9 @@ class Run:
             fn,
             None,
             return_annotation(fn),
-            what=f"the result of step {name!r}",
+            what=what,
             started=(step_started(name),),
-            finished=functools.partial(step_finished, name),
+            finished=finished,
             retry=retry,
         )
 

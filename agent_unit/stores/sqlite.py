@@ -258,9 +258,11 @@ class SQLiteStore:
             last = int(db.execute(_LAST_SEQ, (run_id,)).fetchone()[0])
         # INSERT VALUES, not INSERT … SELECT max(seq) FROM events: reading the table it writes makes
         # SQLite copy the rows through a temporary table first, which cost more than the statement saved.
-        if len(events) == 1 or not any("\n" in data for data in events):
-            if events:
-                db.execute(_EVENTS_ROW, (run_id, last + len(events), len(events), "\n".join(events)))
+        if not events:
+            return last
+        joined = "\n".join(events)
+        if joined.count("\n") == len(events) - 1:  # no event holds a newline (one check, not one per event)
+            db.execute(_EVENTS_ROW, (run_id, last + len(events), len(events), joined))
         else:
             db.executemany(_EVENTS_ROW, [(run_id, last + i, 1, data) for i, data in enumerate(events, 1)])
         return last + len(events)

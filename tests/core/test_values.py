@@ -6,6 +6,7 @@ outage, and every sweep ran the step again) or was accepted and failed the run l
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -418,3 +419,34 @@ async def test_a_schedule_wake_hook_that_raises_leaves_the_run_sleeping() -> Non
     assert record.status == RunStatus.sleeping  # the sweep wakes it when it is due
     await unit.advance("2h")
     assert (await unit.get(record.id)).status == RunStatus.completed
+
+
+async def test_a_small_steps_int_bool_or_none_result_is_journaled_as_json_and_replays_as_itself() -> None:
+    """These results skip the encoder (their JSON is written directly): the journal must hold the
+    same JSON, a result over max_step_bytes must still be refused, and a huge int still goes the
+    general way (JSON readers refuse more than 4,300 digits)."""
+    results = [0, -7, 10**18 - 1, 10**18, -(10**18), True, False, None, 10**5000]
+
+    @define_agent
+    async def agent(input: int, run: Run) -> Any:
+        return await run.step("s", lambda: results[input])
+
+    @define_agent
+    async def typed(input: None, run: Run) -> int:
+        def seven() -> int:
+            return 7
+
+        return await run.step("typed", seven)
+
+    unit = create_test_unit({"a": agent, "t": typed}, max_step_bytes=19)
+    for index, value in enumerate(results):
+        record = await unit.run("a", index)
+        journal = await unit.engine.store.load_journal(record.id)
+        if value == 10**5000 or value == -(10**18):  # 20 and 5,001 characters: over max_step_bytes
+            assert record.status == RunStatus.failed and record.error is not None
+            assert record.error.type == "StepResultError", value
+            continue
+        assert record.status == RunStatus.completed and record.output == value and type(record.output) is type(value)
+        assert [entry.value for entry in journal.values()] == [json.dumps(value)]
+    record = await unit.run("t")
+    assert record.output == 7 and [e.value for e in (await unit.engine.store.load_journal(record.id)).values()] == ["7"]
