@@ -55,7 +55,16 @@ from ..host import Host, OnContinue, entered_host, use_host
 from ..stores.durable_objects import DurableObjectsStore
 from .durable_objects import durable_object_classes
 
-__all__ = ["HOST", "SWEEP_TASK", "Worker", "cloudflare_host", "create_worker", "hand_to_wait_until", "serve"]
+__all__ = [
+    "HOST",
+    "SWEEP_TASK",
+    "Worker",
+    "cloudflare_host",
+    "continue_in_worker",
+    "create_worker",
+    "hand_to_wait_until",
+    "serve",
+]
 
 HOST = Host(name="cloudflare", sweep="scheduled", require_secret=True, allowed_hosts=("*",))
 """Cloudflare Workers: the Cron Trigger sweeps (run objects: their alarms), the internal routes need
@@ -352,13 +361,42 @@ class Worker:
 def _continue_at(path: str) -> OnContinue | None:
     """A yielded run continues at the Worker's own URL (``$AGENT_UNIT_URL``) under ``path``, else in
     this request (the default runtime; read from the Worker's bindings when the unit is made)."""
-    from .continuation import continue_at
-
     url = agent_env.get("AGENT_UNIT_URL")
     secret = agent_env.get("AGENT_UNIT_SECRET")
     if not url or not secret:
         return None
-    return continue_at(url.rstrip("/") + path, secret)
+    return continue_in_worker(url.rstrip("/") + path, secret)
+
+
+def continue_in_worker(url: str, secret: str) -> Callable[[str], Awaitable[None]]:
+    """The default runtime's ``on_continue``: POST ``{url}/__agent-unit/continue?wait=0`` with the
+    Worker's own ``fetch``.
+
+    Not :func:`agent_unit.hosts.continuation.continue_at`: it sends with httpx, which a Worker
+    does not have, and holds the request open while the next slice runs, which a Worker cannot
+    do (its ``waitUntil`` ends 30 seconds after the response, and a subrequest cut then cancels
+    the invocation it reached). With ``wait=0`` the continuation answers as soon as it has
+    claimed the run, and its own ``waitUntil`` holds the slice (:func:`serve`).
+    """
+    import json
+    import logging
+
+    target = f"{url.rstrip('/')}/__agent-unit/continue?wait=0"
+    headers = {"authorization": f"Bearer {secret}", "content-type": "application/json"}
+
+    async def on_continue(run_id: str) -> None:
+        from pyodide.http import pyfetch  # type: ignore[import-not-found]
+
+        log = logging.getLogger("agent_unit.hosts")
+        try:
+            response = await pyfetch(target, method="POST", body=json.dumps({"run_id": run_id}), headers=headers)
+        except OSError as exc:  # pyfetch's error for a request that got no answer
+            log.warning("continuing run %s at %s failed (%s): the next sweep continues it", run_id, url, exc)
+            return
+        if not response.ok:
+            log.warning("continuing run %s at %s: HTTP %s: the next sweep continues it", run_id, url, response.status)
+
+    return on_continue
 
 
 def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:

@@ -516,8 +516,10 @@ class _Routes:
         run_id = body.get("run_id")
         if not isinstance(run_id, str):
             raise BadRequest("send {'run_id': ...}")
-        record = await self.engine.continue_run(run_id, wait=True)
-        return JSONResponse(record.public())
+        # ?wait=0: answer once the run is claimed (a Worker: its waitUntil holds the slice)
+        wait = request.query_params.get("wait") != "0"
+        record = await self.engine.continue_run(run_id, wait=wait)
+        return JSONResponse(record.public(), status_code=200 if wait else 202)
 
     async def sweep(self, request: Request) -> Response:
         self.gateway.refuse_foreign_pages(request)

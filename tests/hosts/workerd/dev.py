@@ -34,8 +34,7 @@ class WranglerDev:
         shutil.copytree(output, self.folder, ignore=shutil.ignore_patterns("__pycache__"))
         self.config = for_dev(self.folder)
         self.requirements = python_modules(self.folder)
-        values = {"AGENT_UNIT_SECRET": SECRET, **dev_vars}
-        (self.folder / ".dev.vars").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+        self.dev_vars = {"AGENT_UNIT_SECRET": SECRET, **dev_vars}
         self.state = work / "state"  # the Durable Objects' and D1's local storage, kept across restarts
         self.logs = work / "logs"
         self.logs.mkdir()
@@ -58,6 +57,9 @@ class WranglerDev:
         the new isolate's first event) and time it."""
         self.port = free_port()
         self.starts += 1
+        # the Worker's own URL (a deployment sets it in `url`): where a run that yields on D1 continues
+        values = {"AGENT_UNIT_URL": self.url, **self.dev_vars}
+        (self.folder / ".dev.vars").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
         out = (self.logs / f"{self.starts:02d}.log").open("wb")
         command = [str(self.tools.node), str(self.tools.wrangler), "dev", "--ip", "127.0.0.1", "--port", str(self.port)]
         command += ["--inspector-port", str(free_port()), "--persist-to", str(self.state), "--log-level", "info"]

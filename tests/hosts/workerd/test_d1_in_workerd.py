@@ -72,6 +72,22 @@ def test_a_run_started_with_a_202_on_d1_finishes_after_the_response_held_by_wait
     assert "Uncaught" not in worker.log, worker.log[-3000:]
 
 
+def test_a_run_past_its_budget_on_d1_continues_in_a_fresh_invocation_at_the_workers_own_url(
+    worker: WranglerDev, ledger: Ledger
+) -> None:
+    before = worker.log.count("/__agent-unit/continue")
+    with SyncAgentClient(worker.url, timeout=120) as client:
+        started = client.start("long", "d1-long")  # four steps of 1.2 s: past the 3 s budget
+        eventually(lambda: client.get(started.id).status == "completed", seconds=90)
+        done = client.get(started.id)
+        events = list(client.events(started.id))
+    assert done.output == 4 and events[-1].type == "RUN_FINISHED"
+    assert sorted(call["index"] for call in ledger.made("/long") if call["name"] == "d1-long") == [0, 1, 2, 3]
+    # no Cron Trigger fired: each yield was continued by a request to the Worker's own URL
+    assert worker.log.count("/__agent-unit/continue") > before, worker.log[-3000:]
+    assert "Uncaught" not in worker.log, worker.log[-3000:]
+
+
 def test_mcp_answers_501_in_workerd_saying_why_and_where_it_runs(worker: WranglerDev) -> None:
     with worker.client() as http:
         answered = http.post(
