@@ -12,6 +12,7 @@ answer the resume accepts can never fail the run later.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import sys
 from typing import Any
@@ -37,12 +38,20 @@ def type_ref(annotation: Any) -> str | None:
 def resolve_type_ref(ref: str, schema: dict[str, Any] | None) -> Any:
     """The class named by :func:`type_ref`, if this process has loaded it and it still has ``schema``.
 
-    Nothing is imported: the class is looked up among modules already loaded (the agents'
-    own), so a reference in the store can never make a process run new code; and a class
+    The class is looked up among modules already loaded (the agents' own), so a reference in
+    the store can never make a process run new code; only agent-unit's own modules are
+    imported, being part of the runtime: an adapter's answer class (a tool approval's) is not
+    loaded in a fresh process until its run executes, and without it the check would need
+    jsonschema, which a Worker cannot load (its rpds-py has no Pyodide wheel on PyPI). A class
     whose schema changed since the interrupt (a deploy in between) is not trusted.
     """
     module, _, qualname = ref.partition(":")
     found: Any = sys.modules.get(module)
+    if found is None and module.startswith(f"{__package__}."):
+        try:
+            found = importlib.import_module(module)
+        except ImportError:  # an adapter whose framework is not installed here
+            return None
     try:
         for part in qualname.split("."):
             found = getattr(found, part)

@@ -520,6 +520,37 @@ async def test_answer_classes_are_never_imported_from_the_store() -> None:
     assert resolve_type_ref(f"{Order.__module__}:Order", {"type": "object"}) is None  # changed since: use the schema
 
 
+def test_a_tool_approval_is_checked_in_a_fresh_process_that_cannot_import_jsonschema() -> None:
+    """A Worker resuming a framework's tool approval in a new isolate: the adapter's answer class
+    is not loaded yet, and jsonschema (its rpds-py has no Pyodide wheel) is not there."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+sys.modules["jsonschema"] = None  # as in a Worker: importing it fails
+from agent_unit.answers import check_answer
+from agent_unit.errors import InvalidAnswer
+from agent_unit.records import Interrupt, RunRecord
+schema = {"properties": {"approved": {"type": "boolean"}}, "required": ["approved"], "type": "object"}
+assert "agent_unit.adapters.approval" not in sys.modules
+from pydantic import TypeAdapter
+record = RunRecord.model_construct(interrupt=Interrupt.model_construct(
+    name="tool-approval", answer_type="agent_unit.adapters.approval:Approval", answer_schema=None))
+from agent_unit.adapters.approval import Approval
+record.interrupt.answer_schema = TypeAdapter(Approval).json_schema()
+del sys.modules["agent_unit.adapters.approval"]
+print(check_answer(record, {"approved": True}))
+try:
+    check_answer(record, {"approved": "maybe"})
+except InvalidAnswer as error:
+    print("refused:", error)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[0] == '{"approved":true}' and "refused: the answer does not fit" in done.stdout
+
+
 async def test_resumes_with_a_model_answer_build_its_json_schema_once_not_per_resume() -> None:
     @define_agent
     async def signs(input: None, run: Run) -> bool:
