@@ -27,12 +27,22 @@ __all__ = ["check_answer", "resolve_type_ref", "type_ref"]
 
 
 def type_ref(annotation: Any) -> str | None:
-    """``module:QualName`` of a class another process can import, so a resume validates fully."""
-    if not isinstance(annotation, type) or annotation.__module__ == "builtins":
+    """``module:QualName`` of a class, or of a named alias (``TypeAliasType``, as ``bool | Approval``
+    names none), that another process can import, so a resume validates fully."""
+    if isinstance(annotation, type):
+        name = annotation.__qualname__
+    elif _is_alias(annotation):
+        name = annotation.__name__
+    else:
         return None
-    if "<locals>" in annotation.__qualname__:
+    if annotation.__module__ == "builtins" or "<locals>" in name:
         return None
-    return f"{annotation.__module__}:{annotation.__qualname__}"
+    return f"{annotation.__module__}:{name}"
+
+
+def _is_alias(annotation: Any) -> bool:
+    """A ``TypeAliasType`` (``typing``'s or ``typing_extensions``'): a named type that is not a class."""
+    return hasattr(annotation, "__value__") and isinstance(getattr(annotation, "__name__", None), str)
 
 
 def resolve_type_ref(ref: str, schema: dict[str, Any] | None) -> Any:
@@ -55,7 +65,7 @@ def resolve_type_ref(ref: str, schema: dict[str, Any] | None) -> Any:
     try:
         for part in qualname.split("."):
             found = getattr(found, part)
-        if not isinstance(found, type) or _schema_of(found) != schema:
+        if not (isinstance(found, type) or _is_alias(found)) or _schema_of(found) != schema:
             return None
     except Exception:  # noqa: BLE001 - anything odd: fall back to the stored schema
         return None
@@ -63,13 +73,13 @@ def resolve_type_ref(ref: str, schema: dict[str, Any] | None) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def _adapter_of(cls: type) -> TypeAdapter[Any]:
+def _adapter_of(cls: Any) -> TypeAdapter[Any]:
     """One ``TypeAdapter`` per answer class (a resume validates each answer with it)."""
     return TypeAdapter(cls)
 
 
 @functools.lru_cache(maxsize=256)
-def _schema_of(cls: type) -> dict[str, Any]:
+def _schema_of(cls: Any) -> dict[str, Any]:
     """``cls``'s JSON Schema, built once per class: pydantic builds it anew for each call (measured:
     0.75 ms, a third of a resume's time, for a two-field model). Only compared, never handed out."""
     schema: dict[str, Any] = _adapter_of(cls).json_schema()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel
+from typing_extensions import TypeAliasType
 
 from ..durable import tool_call_started
 from ..run import Run
@@ -27,7 +28,10 @@ class Approval(BaseModel):
     reason: str | None = None
 
 
-ApprovalAnswer = bool | Approval
+ApprovalAnswer = TypeAliasType("ApprovalAnswer", bool | Approval)
+"""The answer's type, named so that the interrupt records it (a bare union has no name): a process
+that resumes the run before it has run its agent (a Worker's fresh isolate) validates with it
+instead of the stored JSON Schema, which would need jsonschema (not loadable on Pyodide)."""
 
 EXPIRED = Approval(approved=False, reason="nobody answered by the deadline")
 """The answer of an approval that nobody answered within the deployment's ``approval_timeout``."""

@@ -532,14 +532,14 @@ sys.modules["jsonschema"] = None  # as in a Worker: importing it fails
 from agent_unit.answers import check_answer
 from agent_unit.errors import InvalidAnswer
 from agent_unit.records import Interrupt, RunRecord
-schema = {"properties": {"approved": {"type": "boolean"}}, "required": ["approved"], "type": "object"}
-assert "agent_unit.adapters.approval" not in sys.modules
 from pydantic import TypeAdapter
-record = RunRecord.model_construct(interrupt=Interrupt.model_construct(
-    name="tool-approval", answer_type="agent_unit.adapters.approval:Approval", answer_schema=None))
-from agent_unit.adapters.approval import Approval
-record.interrupt.answer_schema = TypeAdapter(Approval).json_schema()
-del sys.modules["agent_unit.adapters.approval"]
+from agent_unit.answers import type_ref
+from agent_unit.adapters.approval import ApprovalAnswer  # the answer type ask_approval gives run.interrupt
+ref, schema = type_ref(ApprovalAnswer), TypeAdapter(ApprovalAnswer).json_schema()
+del sys.modules["agent_unit.adapters.approval"]  # the resuming process has not run the agent yet
+record = RunRecord.model_construct(
+    interrupt=Interrupt.model_construct(name="tool-approval", answer_type=ref, answer_schema=schema)
+)
 print(check_answer(record, {"approved": True}))
 try:
     check_answer(record, {"approved": "maybe"})
