@@ -2,12 +2,18 @@
 
 ``EFFECTS_FILE`` names it (nothing is written without it). The matrix reads it after each run to
 prove that no effect and no model call ran twice, across a restart of the host in between.
+In a Worker (Pyodide) no file outlives the isolate and the host's environment does not reach
+``os.environ``: each line is printed to stderr after :data:`PREFIX` instead (``wrangler dev``
+shows a Python Worker's stderr, not its stdout), and the matrix reads the Worker's log into the file.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+
+PREFIX = "agent-unit-effect: "
 
 
 def record(line: str) -> None:
@@ -17,3 +23,5 @@ def record(line: str) -> None:
             out.write(line + "\n")
             out.flush()
             os.fsync(out.fileno())
+    elif sys.platform == "emscripten":  # a Worker: its log is the file
+        print(PREFIX + line, file=sys.stderr, flush=True)

@@ -17,14 +17,15 @@ How each host is run here (as ``tests/test_preset_*.py`` run them):
 - vercel: the function started as Vercel's functions runtime starts one (Python 3.12+, the
   vendored ``vercel_runtime`` reporting its port over ``VERCEL_IPC_PATH``); restart = new instance.
 - netlify: built (its redirects proxy to the server build); Netlify's proxy cannot run here.
-- cloudflare: the SIMULATION of Cloudflare's ``workers``/``js`` modules (``tests/hosts/cloudflare/workers_sim.py``),
-  not workerd (it needs the Pyodide bundle, which cannot be fetched here): the built ``src/entry.py``
-  under CPython, each isolate a new ``python -I`` process over the Durable Objects' storage, which the
-  simulation writes to a file between isolates; the restart is a new isolate.
+- cloudflare: real workerd, as ``tests/hosts/workerd`` runs it: ``wrangler dev`` (Node 22 and
+  wrangler installed from npm into a cache, and a Pyodide bundle, ``$AGENT_UNIT_WORKERD_PYTHON``);
+  the restart is a new ``wrangler dev`` over the same local Durable Objects state. Without npm or
+  the bundle its cells say so and are not run.
 
 Every host but cloudflare shares one store, a Redis server this script starts (``redis-server`` on
 PATH): serverless builds refuse a file store. The cloudflare build keeps each run in its own Durable
-Object (no storage). Exit status 0 only if every cell that runs passes.
+Object (no storage): with ``--hosts cloudflare`` alone no Redis is started. Exit status 0 only if
+every cell that runs passes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,11 +81,10 @@ HOSTS = ("server", "docker", "aws-lambda", "vercel", "netlify", "cloudflare")
 LABELS = {"netlify": "proxy: not run here"}
 NOTES = {
     "netlify": "built with --origin; Netlify's proxy cannot run here (the backend it proxies is the server build)",
-    "cloudflare": "run in the Workers simulation (tests/hosts/cloudflare/workers_sim.py) under CPython, "
-    "not workerd (it needs the Pyodide bundle, unreachable here)",
+    "cloudflare": "run in real workerd (wrangler dev over the Pyodide bundle, as tests/hosts/workerd runs it)",
 }
-SIMULATED = {"cloudflare": "ok (simulation)"}
-"""Hosts run in a simulation: a passing cell says so."""
+NO_WORKERD = "not run: no workerd"
+"""The cloudflare cells where npm or the Pyodide bundle is missing (the note under the table says how to get both)."""
 
 
 def say(message: str) -> None:
@@ -230,82 +231,53 @@ class Vercel(Host):
         return response.status_code, response.json()
 
 
-WORKER_RUNNER = """
-import asyncio, json, os, sys, time
-from pathlib import Path
-sys.path[:0] = [sys.argv[1], sys.argv[2]]
-import workers_sim
+class Workerd(Host):
+    """The built Worker in real workerd: ``wrangler dev`` as the tests run it (``tests/hosts/workerd``:
+    Node 22, wrangler and the Pyodide bundle), the Durable Objects' local state kept across a restart.
 
-class Clock:
-    def time(self):
-        return time.time()
+    The agents print their effects in a Worker (``effects.py``): each answer copies the lines the
+    Worker's log gained into the effects file.
+    """
 
-sim = workers_sim.WorkersSim(Clock())
-state = Path(sys.argv[3])
-if state.exists():
-    sim.load(json.loads(state.read_text()))
-import entry
+    def __init__(self, output: Path, work: Path, effects: Path, warnings: list[str]) -> None:
+        sys.path.insert(0, str(ROOT))
+        from tests.hosts.workerd.dev import WranglerDev
+        from tests.hosts.workerd.runtime import toolchain
 
-classes = {"AgentUnitRun": entry.AgentUnitRun, "AgentUnitIndex": entry.AgentUnitIndex}
-bindings = {"AGENT_UNIT_RUNS": "AgentUnitRun", "AGENT_UNIT_INDEX": "AgentUnitIndex"}
-sim.isolate(entry.Default, classes, bindings, {"AGENT_UNIT_SECRET": os.environ["AGENT_UNIT_SECRET"]})
-
-async def main():
-    while (line := await asyncio.to_thread(sys.stdin.readline)) and (asked := json.loads(line)):
-        await sim.deliver_alarms()  # what is due (a lease that lapsed, a yielded run) runs first
-        method, path, body = asked
-        headers = {} if body is None else {"content-type": "application/json"}
-        data = b"" if body is None else json.dumps(body).encode()
-        request = workers_sim.Request("https://agents.example.com" + path, method=method, headers=headers, body=data)
-        response = await sim.fetch(request)
-        print("@@ " + json.dumps([response.status, (await response.bytes()).decode()]), flush=True)
-    state.write_text(json.dumps(sim.dump()))
-
-asyncio.run(main())
-"""
-
-
-class Worker(Host):
-    """The built Worker in the Workers simulation: each isolate a new ``python -I`` process that loads
-    the Durable Objects' storage from a file and writes it back when it stops (the restart)."""
-
-    def __init__(self, src: Path, state: Path, env: dict[str, str], warnings: list[str]) -> None:
-        self.src, self.state, self.env = src, state, env
+        self.dev = WranglerDev(toolchain(), output, work, {"AGENT_UNIT_SECRET": SECRET})
+        self.effects, self.copied = effects, 0
         self.warnings = warnings  # the build's: packages that may have no Pyodide build
-        self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
-        simulation = self.state.parent / "simulation"  # workers_sim.py alone: tests/hosts/cloudflare has an agents.py
-        if not simulation.exists():
-            simulation.mkdir()
-            shutil.copy(ROOT / "tests" / "hosts" / "cloudflare" / "workers_sim.py", simulation)
-        command = [sys.executable, "-I", "-c", WORKER_RUNNER, str(simulation), str(self.src), str(self.state)]
-        self.process = subprocess.Popen(
-            command, cwd=self.src, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
+        self.dev.start()
 
     def stop(self) -> None:
-        if self.process is not None:
-            assert self.process.stdin is not None
-            try:
-                self.process.stdin.write("null\n")
-                self.process.stdin.close()
-            except BrokenPipeError:  # the isolate died: its exit status says so below
-                pass
-            if self.process.wait(timeout=60) != 0:  # its storage was not written: the next isolate sees why
-                print(f"    the isolate exited with {self.process.returncode}", file=sys.stderr)
-            self.process = None
+        if self.dev.process is not None:
+            self.copy_effects()
+            self.dev.stop()
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps([method, path, body]) + "\n")
-        self.process.stdin.flush()
-        while line := self.process.stdout.readline():
-            if line.startswith("@@ "):
-                status, text = json.loads(line[3:])
-                return int(status), json.loads(text or "null")
-            print(line, end="")  # the agents' own output
-        raise RuntimeError(f"the isolate exited with {self.process.wait(timeout=60)}")
+        response = httpx.request(method, self.dev.url + path, json=body, timeout=120)
+        self.copy_effects()
+        if not response.headers.get("content-type", "").startswith("application/json"):
+            raise RuntimeError(f"{method} {path}: {response.status_code} {response.text[:300]}")
+        return response.status_code, response.json()
+
+    def copy_effects(self) -> None:
+        from effects import PREFIX
+
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", self.dev.log)  # wrangler colours what a Worker prints to stderr
+        printed = [line.partition(PREFIX)[2].strip() for line in plain.splitlines() if PREFIX in line]
+        with self.effects.open("a") as out:
+            out.writelines(line + "\n" for line in printed[self.copied :])
+        self.copied = len(printed)
+
+    def log_tail(self) -> str:
+        return re.sub(r"\x1b\[[0-9;]*m", "", self.dev.log)[-6000:]
+
+    def uncaught(self) -> str | None:
+        """The first line of the Worker's log that says ``Uncaught``: a passing run has none."""
+        return next((line for line in self.dev.log.splitlines() if "Uncaught" in line), None)
 
 
 # -- the flow -----------------------------------------------------------------------------------
@@ -387,8 +359,7 @@ def host_for(preset: str, project: Path, work: Path, env: dict[str, str]) -> Hos
         shutil.copytree(project, own)
         (own / "agent-unit.toml").write_text('name = "universal"\n')
         warnings = [str(warning) for warning in build(own, "cloudflare").get("warnings", []) if "Pyodide" in warning]
-        moved = shutil.copytree(own / ".output" / "cloudflare", work / "cloudflare")
-        return Worker(moved / "src", work / "durable-objects.json", env, warnings)
+        return Workerd(own / ".output" / "cloudflare", work / "workerd", Path(env["EFFECTS_FILE"]), warnings)
     raise ValueError(preset)
 
 
@@ -476,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="agent-unit-matrix-") as temporary:
         work = Path(temporary)
-        redis, store = start_redis(work)
+        redis, store = start_redis(work) if set(hosts) - {"cloudflare"} else (None, "")
         try:
             project = work / "project"
             shutil.copytree(
@@ -490,6 +461,10 @@ def main(argv: list[str] | None = None) -> int:
                 if preset in LABELS:
                     results.update(labelled(preset, project, agents))
                     continue
+                if preset == "cloudflare" and (why := workerd_missing()):
+                    results.update({(preset, name): NO_WORKERD for name in agents})
+                    NOTES[preset] = why
+                    continue
                 say(f"agent-unit build --preset {preset}")
                 effects = work / f"effects-{preset}.txt"
                 env = {"PATH": os.environ["PATH"], "AGENT_UNIT_SECRET": SECRET, "EFFECTS_FILE": str(effects)}
@@ -499,29 +474,54 @@ def main(argv: list[str] | None = None) -> int:
                     results.update({(preset, name): f"build failed: {str(error)[:80]}" for name in agents})
                     print(error, file=sys.stderr)
                     continue
-                if isinstance(host, Worker) and host.warnings:
+                if isinstance(host, Workerd) and host.warnings:
                     warned[preset] = host.warnings
-                for name in agents:
-                    say(f"{preset} x {name}: start, pause, restart, resume")
-                    try:
-                        host.start()
-                        results[(preset, name)] = run_case(host, name, AGENTS[name], effects)
-                        if results[(preset, name)] == "ok" and preset in SIMULATED:
-                            results[(preset, name)] = SIMULATED[preset]
-                    except Exception as error:  # noqa: BLE001 - a cell that breaks is reported in the table, the rest still run
-                        results[(preset, name)] = f"error: {type(error).__name__}: {str(error)[:200]}"
-                    finally:
-                        host.stop()
-                    print(f"    {results[(preset, name)]}", flush=True)
+                run_all(host, preset, agents, effects, results)
         finally:
-            redis.terminate()
-            redis.wait(timeout=10)
+            if redis is not None:
+                redis.terminate()
+                redis.wait(timeout=10)
     print()
     print(table(results, hosts, agents, warned))
     print(f"\n{time.monotonic() - started:.0f} s")
-    passed = {"ok", *LABELS.values(), *SIMULATED.values()}
+    passed = {"ok", NO_WORKERD, *LABELS.values()}
     failed = [cell for cell in results.values() if cell not in passed]
     return 1 if failed else 0
+
+
+def run_all(host: Host, preset: str, agents: list[str], effects: Path, results: dict[tuple[str, str], str]) -> None:
+    """Every agent's case on one host, started once: each case restarts it anyway (a host whose
+    case broke is stopped, and the next case starts it afresh)."""
+    running = False
+    try:
+        for name in agents:
+            say(f"{preset} x {name}: start, pause, restart, resume")
+            try:
+                if not running:
+                    host.start()
+                    running = True
+                results[(preset, name)] = run_case(host, name, AGENTS[name], effects)
+                if results[(preset, name)] == "ok" and isinstance(host, Workerd) and (line := host.uncaught()):
+                    results[(preset, name)] = f"logged: {line.strip()[:200]}"
+                if results[(preset, name)] != "ok" and isinstance(host, Workerd):
+                    print(host.log_tail(), file=sys.stderr)  # what the Worker said: the cell shows only a line
+            except Exception as error:  # noqa: BLE001 - a cell that breaks is reported in the table, the rest still run
+                results[(preset, name)] = f"error: {type(error).__name__}: {str(error)[:200]}"
+                if isinstance(host, Workerd):
+                    print(host.log_tail(), file=sys.stderr)
+                host.stop()
+                running = False
+            print(f"    {results[(preset, name)]}", flush=True)
+    finally:
+        host.stop()
+
+
+def workerd_missing() -> str | None:
+    """Why real workerd cannot run here (npm or the Pyodide bundle is missing), or None."""
+    sys.path.insert(0, str(ROOT))
+    from tests.hosts.workerd.runtime import missing
+
+    return missing()
 
 
 def labelled(preset: str, project: Path, agents: list[str]) -> dict[tuple[str, str], str]:

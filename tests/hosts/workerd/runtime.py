@@ -55,14 +55,6 @@ HOW = (
 )
 
 
-def unavailable(what: str) -> None:
-    """Skip with how to get what is missing; fail in CI, where real workerd is never left out."""
-    message = f"{what}: {HOW}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agent-unit-tests"
 
@@ -109,17 +101,26 @@ class Toolchain:
 
 
 def bundle_folder() -> Path:
-    folder = Path(os.environ.get("AGENT_UNIT_WORKERD_PYTHON") or REPO.parent / "shared" / "workerd-python")
-    if not (folder / BUNDLE).is_file():
-        unavailable(f"no Pyodide bundle at {folder / BUNDLE}")
-    return folder
+    return Path(os.environ.get("AGENT_UNIT_WORKERD_PYTHON") or REPO.parent / "shared" / "workerd-python")
+
+
+def missing() -> str | None:
+    """What this machine lacks to run real workerd, with how to get it; None if nothing."""
+    if shutil.which("npm") is None or platform.system() != "Linux" or platform.machine() != "x86_64":
+        return f"npm is missing (or this is not Linux x86-64): {HOW}"
+    if not (bundle_folder() / BUNDLE).is_file():
+        return f"no Pyodide bundle at {bundle_folder() / BUNDLE}: {HOW}"
+    return None
 
 
 def toolchain() -> Toolchain:
     """Node 22 and wrangler from npm, in the cache; the workerd wrapper that loads the bundle."""
+    if reason := missing():
+        message = reason
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
     npm = shutil.which("npm")
-    if npm is None or platform.system() != "Linux" or platform.machine() != "x86_64":
-        unavailable("npm is missing (or this is not Linux x86-64)")
     assert npm is not None
     bundle = bundle_folder()
 
@@ -168,12 +169,16 @@ def python_modules(output: Path) -> list[str]:
     """Unpack the build's packages into ``output/python_modules`` (what pywrangler vendors there):
     the wheels ``pip download`` selects for Pyodide's platform, cached by the set of requirements."""
     requirements = _requirements(output)
-    key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:16]
+    # the key names the way the set is made too: a copy made before Pyodide's markers were read is not reused
+    key = hashlib.sha256("\n".join([*requirements, "with-pyodide-markers"]).encode()).hexdigest()[:16]
 
     def download(folder: Path) -> None:
         pip = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--python-version", "3.14"]
         pip += ["--abi", "cp314", "--platform", PLATFORM, "--platform", "any", "-d", str(folder / "wheels")]
-        _run([*pip, *requirements], "pip download for Pyodide")
+        wanted = list(requirements)
+        while wanted:  # pip reads markers as this machine's: what Pyodide's alone need comes after
+            _run([*pip, *wanted], "pip download for Pyodide")
+            wanted = pyodide_only(folder / "wheels")
         target = folder / "python_modules"
         for wheel in sorted((folder / "wheels").glob("*.whl")):
             with zipfile.ZipFile(wheel) as archive:
@@ -182,6 +187,34 @@ def python_modules(output: Path) -> list[str]:
     folder = cached(f"python-modules-{key}", download)
     shutil.copytree(folder / "python_modules", output / "python_modules", dirs_exist_ok=True)
     return requirements
+
+
+PYODIDE_MARKERS = {"sys_platform": "emscripten", "platform_system": "Emscripten", "platform_machine": "wasm32"}
+
+
+def pyodide_only(wheels: Path) -> list[str]:
+    """The requirements of the wheels in ``wheels`` that only Pyodide's markers select and that are
+    not there yet (httpx2 needs ``httpx2-jsfetch; sys_platform == 'emscripten'``): ``pip download``
+    evaluates markers for the machine it runs on, while pywrangler resolves them for Pyodide."""
+    from email.parser import HeaderParser
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+
+    found = {parse_wheel_filename(wheel.name)[0] for wheel in wheels.glob("*.whl")}
+    wanted: set[str] = set()
+    for wheel in wheels.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            metadata = HeaderParser().parsestr(archive.read(name).decode())
+        for line in metadata.get_all("Requires-Dist") or []:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if marker is None or canonicalize_name(requirement.name) in found:
+                continue
+            if marker.evaluate({**PYODIDE_MARKERS, "python_version": "3.14", "extra": ""}):
+                wanted.add(str(requirement).split(";")[0])
+    return sorted(wanted)
 
 
 def read_jsonc(path: Path) -> dict[str, Any]:
