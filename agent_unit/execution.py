@@ -203,7 +203,9 @@ class Execution:
         self._arm(loop, due)
 
     def _arm(self, loop: asyncio.AbstractEventLoop, due: float) -> None:
-        self._flush = loop.call_at(due, self._on_timer)
+        # call_later, never call_at: Pyodide's loop (a Worker's) refuses a time already past, and
+        # "now" (a flush due at once) is past by the time it looks (ValueError failed the run).
+        self._flush = loop.call_later(max(0.0, due - loop.time()), self._on_timer)
         self._flush_at = due
 
     def _on_timer(self) -> None:

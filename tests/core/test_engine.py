@@ -21,6 +21,7 @@ from agent_unit import (
     RunStatus,
     define_agent,
 )
+from agent_unit.records import RunRecord
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.testing import create_test_unit
 
@@ -610,3 +611,38 @@ async def test_a_step_that_outlives_its_lease_cannot_write_through_a_later_claim
     final = await engine.get(parked.id)
     assert final.status == RunStatus.completed and final.output == "slow done / yes"
     await engine.aclose()
+
+
+class RefusesThePast(asyncio.SelectorEventLoop):
+    """Pyodide's event loop (a Worker's) as it schedules a timer: ``call_at`` is ``call_later`` of
+    ``when - time()``, and a negative delay raises ``ValueError("Can't schedule in the past")``."""
+
+    def call_later(self, delay: float, callback: Any, *args: Any, context: Any = None) -> Any:
+        if delay < 0:
+            raise ValueError("Can't schedule in the past")
+        return super().call_at(self.time() + delay, callback, *args, context=context)
+
+    def call_at(self, when: float, callback: Any, *args: Any, context: Any = None) -> Any:
+        return self.call_later(when - self.time(), callback, *args, context=context)
+
+
+def test_a_run_with_custom_events_and_steps_completes_on_a_loop_that_refuses_to_schedule_in_the_past() -> None:
+    @define_agent
+    async def emits(input: None, run: Run) -> str:
+        await run.emit("progress", {"done": 1})  # its flush is due at once: by then "at once" is past
+        await run.step("one", lambda: 1)
+        return "done"
+
+    async def main() -> RunRecord:
+        engine = RunEngine({"emits": emits}, MemoryStore(), background_sweep=False)
+        try:
+            return await engine.start("emits", None, wait=True)
+        finally:
+            await engine.aclose()
+
+    loop = RefusesThePast()
+    try:
+        record = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert record.status == RunStatus.completed, record.error
