@@ -57,12 +57,15 @@ from .durable_objects import durable_object_classes
 
 __all__ = [
     "HOST",
+    "RETRIES",
     "SWEEP_TASK",
     "Worker",
     "cloudflare_host",
     "continue_in_worker",
     "create_worker",
+    "forward",
     "hand_to_wait_until",
+    "retryable",
     "serve",
 ]
 
@@ -309,13 +312,20 @@ class Worker:
             app = self.app(worker_env)
             if self._load_server is None and self.runtime == "durable-objects":
                 assert self._store is not None  # made with the app
-                stub = await self._object_for(request, self._store)
-                if stub is not None:
-                    return await stub.fetch(getattr(request, "js_object", request))
+                store, run_id = self._store, self._object_for(request)
+                if run_id is not None:
+
+                    async def stub() -> Any:
+                        return await store.stub_for(run_id) if run_id else store.fresh_stub()
+
+                    first = await stub()
+                    if first is not None:  # else no object holds the run: the Worker answers 404
+                        return await forward(request, first, stub)
             return await serve(app, request, worker_env, ctx)
 
-    async def _object_for(self, request: Any, store: DurableObjectsStore) -> Any:
-        """The run object that serves ``request``: a new one for a start, the run's own for a run."""
+    def _object_for(self, request: Any) -> str | None:
+        """The run whose object serves ``request`` ("" for a start: a new, empty object); None
+        when the Worker serves it itself."""
         from urllib.parse import unquote, urlsplit
 
         path = unquote(urlsplit(str(request.url)).path)
@@ -326,9 +336,9 @@ class Worker:
             path = path[len(base) :]
         parts = tuple(part for part in path.split("/") if part)
         if str(request.method).upper() == "POST" and any(_matches(parts, start) for start in _STARTS):
-            return store.fresh_stub()
+            return ""
         if len(parts) >= 2 and parts[0] == "runs":
-            return await store.stub_for(parts[1])
+            return parts[1]
         return None
 
     async def scheduled(self, controller: Any, worker_env: Any, ctx: Any = None) -> None:
@@ -397,6 +407,38 @@ def continue_in_worker(url: str, secret: str) -> Callable[[str], Awaitable[None]
             log.warning("continuing run %s at %s: HTTP %s: the next sweep continues it", run_id, url, response.status)
 
     return on_continue
+
+
+RETRIES = 3
+"""Attempts of a read sent to a run's Durable Object when the platform says it may be retried."""
+
+
+def retryable(error: BaseException) -> bool:
+    """Whether Cloudflare marks ``error`` (a Durable Object call's) as safe to retry: ``retryable``
+    and not ``overloaded`` (retrying an overloaded object only adds to its load)."""
+    js = getattr(error, "js_error", error)  # Pyodide's JsException carries the JavaScript Error
+    try:
+        return bool(getattr(js, "retryable", False)) and not bool(getattr(js, "overloaded", False))
+    except Exception:  # noqa: BLE001 (a JavaScript proxy that cannot be read is not marked)
+        return False
+
+
+async def forward(request: Any, stub: Any, renew: Callable[[], Awaitable[Any]]) -> Any:
+    """Send ``request`` to its run object through ``stub``. A read (GET, HEAD) is sent again, with
+    a new stub from ``renew`` and backoff, when the call fails with an error Cloudflare marks
+    retryable (the object was restarting or moving: seen as ``Network connection lost`` in the
+    first read after a restart). A write is sent once: whether the object ran it is unknown, and
+    a resume must not run twice."""
+    reads = str(request.method).upper() in ("GET", "HEAD")
+    for attempt in range(RETRIES):
+        try:
+            return await stub.fetch(getattr(request, "js_object", request))
+        except Exception as exc:
+            if not reads or attempt == RETRIES - 1 or not retryable(exc):
+                raise
+            await asyncio.sleep(0.05 * 2**attempt)
+            stub = await renew() or stub  # a stub that failed is not used again (Cloudflare's advice)
+    raise AssertionError("unreachable")
 
 
 def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
