@@ -7,7 +7,7 @@ For each host: ``agent-unit build --preset P`` of a copy of this folder, then fo
 start a run (it pauses for approval), restart the host, check the run is still parked, answer,
 see it complete, and read the effects file: no side effect and no model call ran twice.
 
-How each host is run here (as ``tests/test_preset_*.py`` run them):
+How each host is run here (as ``tests/hosts/test_preset_*.py`` run them):
 
 - server: the build moved elsewhere, ``python -I -S main.py``; the restart is a new process.
 - docker: no Docker engine here: the image's CMD (``python main.py``) with its ENV, run from
@@ -183,11 +183,11 @@ class Lambda(Host):
 
 
 class Vercel(Host):
-    """A function instance started as Vercel's runtime starts one (``tests/test_preset_vercel.Instance``)."""
+    """A function instance started as Vercel's runtime starts one (``tests/hosts/test_preset_vercel.Instance``)."""
 
     def __init__(self, folder: Path, python: str, env: dict[str, str]) -> None:
         sys.path.insert(0, str(ROOT))
-        from tests.test_preset_vercel import Instance
+        from tests.hosts.test_preset_vercel import Instance
 
         class SlowInstance(Instance):
             """``Instance.start`` with 300 s to start: the function imports every framework from
@@ -346,7 +346,7 @@ def host_for(preset: str, project: Path, work: Path, env: dict[str, str]) -> Hos
         return Lambda(work / "function", env)
     if preset == "vercel":
         sys.path.insert(0, str(ROOT))
-        from tests.test_preset_vercel import FUNCTION, _function_python
+        from tests.hosts.test_preset_vercel import FUNCTION, _function_python
 
         found = _function_python()
         if found is None:
