@@ -136,9 +136,7 @@ def test_a_docker_build_runs_as_an_unprivileged_user_with_a_health_check_and_its
 def test_an_aws_lambda_build_starts_and_runs_both_agents_from_its_unpacked_zip(
     serverless_project: Path, tmp_path: Path, redis_url: str
 ) -> None:
-    # Vendored with pip, as a project without a uv.lock is (the other builds here use uv)
-    pip = {"AU_TEST_STORE": redis_url, "AGENT_UNIT_INSTALLER": "pip"}
-    result = built(serverless_project, "--preset", "aws-lambda", "--python", LOCAL, env=pip)
+    result = built(serverless_project, "--preset", "aws-lambda", "--python", LOCAL, env={"AU_TEST_STORE": redis_url})
     assert not any("not started here" in note for note in result["notes"])  # the build started it itself
     assert any("`authorize`" in note and "Function URL" in note for note in result["notes"])
     unpacked = tmp_path / "function"
@@ -166,7 +164,8 @@ def test_a_vercel_build_vendors_wheels_for_its_python_and_starts_where_that_pyth
         assert not skipped
 
 
-def test_docker_honours_arch_and_python_in_its_wheels_and_image(tmp_path: Path) -> None:
+@pytest.mark.parametrize("installer", ["pip", "uv"])  # pip: a project without a uv.lock; uv: one with
+def test_docker_honours_arch_and_python_in_its_wheels_and_image(tmp_path: Path, installer: str) -> None:
     root = project(tmp_path / "project", pydantic_ai=False, config='storage = "redis://${AU_TEST_HOST}:6379"\n')
     # a module importable here from a path entry, not from a distribution: a warning, not vendored
     (tmp_path / "path-entry").mkdir()
@@ -175,7 +174,8 @@ def test_docker_honours_arch_and_python_in_its_wheels_and_image(tmp_path: Path) 
         PLAIN + "\n\ndef limit() -> int:\n    import house_rules\n\n    return 1\n"
     )
     path = os.pathsep.join([str(tmp_path / "path-entry"), os.environ.get("PYTHONPATH", "")])
-    result = built(root, "--preset", "docker", "--arch", "arm64", "--python", "3.13", env={"PYTHONPATH": path})
+    env = {"PYTHONPATH": path, "AGENT_UNIT_INSTALLER": installer}  # the other builds here use uv
+    result = built(root, "--preset", "docker", "--arch", "arm64", "--python", "3.13", env=env)
     assert result["warnings"] == [
         "agents/plain.py:10 imports house_rules, which no installed distribution provides, so the build does not "
         "vendor it: list its package in requirements.txt if the app needs it"
