@@ -58,6 +58,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # one while the others wait. (pytest-xdist's own order, most tests first, put the modules of one
 # or two long tests last.)
 HEAVIEST = (
+    "tests/examples/test_example_universal.py",
     "tests/examples/test_example_universal_workerd.py",
     "tests/hosts/workerd/test_durable_objects_in_workerd.py",
     "tests/hosts/test_server_google_adk.py",
@@ -65,7 +66,6 @@ HEAVIEST = (
     "tests/hosts/test_server_google_adk_vercel.py",
     "tests/hosts/test_preset_server_app.py",
     "tests/hosts/test_build_deps.py",
-    "tests/examples/test_example_universal.py",
     "tests/hosts/workerd/test_d1_in_workerd.py",
     "tests/hosts/test_preset_aws_lambda.py",
     "tests/hosts/test_preset_tasks.py",
