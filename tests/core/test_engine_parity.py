@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -25,6 +24,7 @@ from agent_unit.errors import InterruptExpired, NotFailed, RunConflict
 from ..support import engine_agents
 from ..support.crash import start_and_kill
 from ..support.engine_agents import AGENTS
+from ..support.sse import sse
 from ..support.temporal import TemporalServer, WorkerProcess
 
 ENGINES = ["native", pytest.param("temporal", marks=pytest.mark.slow)]
@@ -338,13 +338,3 @@ async def test_a_finished_run_is_deleted_once_its_retention_passes_and_a_parked_
     assert time.monotonic() - ended >= 0.5  # not at once: after its retention
     assert await engine.events(done.id) == []
     assert (await engine.get(parked.id)).status == RunStatus.interrupted  # a parked run is kept
-
-
-def sse(text: str) -> list[dict[str, Any]]:
-    """The events of an SSE body, each with its seq (the SSE id)."""
-    events = []
-    for block in text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if not line.startswith(":"))
-        if "data" in fields:
-            events.append({"seq": int(fields["id"]), **json.loads(fields["data"])})
-    return events

@@ -22,6 +22,7 @@ Builds run pip, so each is built once per module and shared by the tests that re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,43 +228,41 @@ def test_a_server_build_of_your_own_app_lists_no_agent_routes_and_says_so(
     assert (root / ".output" / "server" / "vendor" / "fastapi").is_dir()
 
 
-def test_a_moved_server_build_serves_the_app_with_its_lifespan_wait_until_and_task(
-    server_build: tuple[Path, dict[str, Any]], tmp_path: Path
-) -> None:
-    root, _ = server_build
+@contextlib.contextmanager
+def moved_server(root: Path, tmp_path: Path, log: Path) -> Iterator[str]:
+    """The server build moved elsewhere and started with ``python -I -S``, up; yields its URL."""
     moved = tmp_path / "elsewhere" / "server"
     shutil.copytree(root / ".output" / "server", moved)
-    log = tmp_path / "app.log"
     port = free_port()
     environment = {"PATH": os.environ["PATH"], "PORT": str(port), "HOST": "127.0.0.1", "APP_LOG": str(log)}
     server = subprocess.Popen([sys.executable, "-I", "-S", "main.py"], cwd=moved, env=environment)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, timeout=120)  # any answer: the app is up
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def test_a_moved_server_build_serves_the_app_with_its_lifespan_wait_until_and_task(
+    server_build: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    log = tmp_path / "app.log"
+    with moved_server(server_build[0], tmp_path, log) as url:
         assert httpx.get(f"{url}/hello/ann").json() == {"hello": "ann"}
         deadline = time.monotonic() + 60
         while not {"later ann", "task every-minute"} <= set(logged(log)):
             assert time.monotonic() < deadline, logged(log)
             time.sleep(0.1)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
     assert logged(log).count("lifespan started") == 1
 
 
 def test_a_server_build_refuses_a_rebinding_host_and_a_foreign_pages_post_before_your_app_sees_them(
     server_build: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
-    root, _ = server_build
-    moved = tmp_path / "elsewhere" / "server"
-    shutil.copytree(root / ".output" / "server", moved)
     log = tmp_path / "app.log"
-    port = free_port()
-    environment = {"PATH": os.environ["PATH"], "PORT": str(port), "HOST": "127.0.0.1", "APP_LOG": str(log)}
-    server = subprocess.Popen([sys.executable, "-I", "-S", "main.py"], cwd=moved, env=environment)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(url, timeout=120)
+    with moved_server(server_build[0], tmp_path, log) as url:
         rebound = httpx.post(f"{url}/pay/eve", headers={"host": "evil.example", "origin": "http://evil.example"})
         assert rebound.status_code == 421 and rebound.json()["error"]["code"] == "forbidden_host", rebound.text
         assert httpx.get(f"{url}/hello/eve", headers={"host": "evil.example"}).status_code == 421  # reads too
@@ -272,9 +272,6 @@ def test_a_server_build_refuses_a_rebinding_host_and_a_foreign_pages_post_before
         assert httpx.post(f"{url}/pay/ann").json() == {"paid": "ann"}  # a client that is no browser
         assert httpx.post(f"{url}/pay/bob", headers={"origin": url}).json() == {"paid": "bob"}  # the app's own page
         assert httpx.get(f"{url}/hello/ann", headers={"origin": "https://evil.example"}).json() == {"hello": "ann"}
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
     assert [line for line in logged(log) if line.startswith("paid")] == ["paid ann", "paid bob"]
 
 

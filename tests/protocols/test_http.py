@@ -19,15 +19,7 @@ from agent_unit.client import AgentClient, RunEvent, RunPage, RunRecord
 from agent_unit.errors import InvalidAnswer, NotInterrupted, RunNotFound
 
 from ..support.http_agents import AGENTS
-
-
-def sse(text: str) -> list[dict[str, Any]]:
-    events = []
-    for block in text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if not line.startswith(":"))
-        if "data" in fields:
-            events.append({"seq": int(fields["id"]), **json.loads(fields["data"])})
-    return events
+from ..support.sse import sse
 
 
 @pytest.fixture
