@@ -11,6 +11,7 @@ cross as JSON, and ``None`` is refused as Pyodide's ``undefined`` is, see ``d1_s
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -92,6 +93,9 @@ class WorkerdD1:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        # One client per event loop, not one per call: a client's TLS context alone costs
+        # milliseconds of CPU, and a run's store makes hundreds of calls.
+        self.clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
 
     def prepare(self, sql: str) -> Statement:
         return Statement(self, sql)
@@ -100,8 +104,11 @@ class WorkerdD1:
         return [JsProxy(result) for result in await self.call("batch", statements)]
 
     async def call(self, kind: str, statements: list[Statement]) -> Any:
-        async with httpx.AsyncClient(timeout=30) as client:
-            response = await client.post(self.url + kind, json={"statements": [item.item() for item in statements]})
+        loop = asyncio.get_running_loop()
+        client = self.clients.get(loop)
+        if client is None:
+            client = self.clients[loop] = httpx.AsyncClient(timeout=30)
+        response = await client.post(self.url + kind, json={"statements": [item.item() for item in statements]})
         found = response.json()
         if response.status_code != 200:
             raise D1Error(found["error"])
