@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 from watchfiles import Change
@@ -20,6 +19,7 @@ from watchfiles import Change
 from agent_unit_cli.dev import ProjectFilter
 from agent_unit_cli.main import app
 
+from ..support import fetch
 from ..support.dev_process import DevProcess
 from ..support.server import ROOT, free_port, wait_until_up
 
@@ -70,7 +70,7 @@ def test_a_failed_run_is_logged_with_the_traceback_of_the_users_code_and_request
 ) -> None:
     dev = DevProcess(_project(tmp_path / "project", billing=FAILING))
     stopped.append(dev.up())
-    run = httpx.post(f"{dev.url}/agents/billing/runs?wait=1", json={"input": {"amount": 12}}).json()
+    run = fetch.post(f"{dev.url}/agents/billing/runs?wait=1", json={"input": {"amount": 12}}).json()
     assert run["status"] == "failed"
     output = dev.wait_for('"POST /agents/billing/runs?wait=1 HTTP/1.1" 200')
     assert f"run {run['id']} of agent 'billing' failed" in output
@@ -84,7 +84,7 @@ def test_log_level_warning_keeps_failed_runs_and_drops_the_access_log(
     dev = DevProcess(_project(tmp_path / "project", billing=FAILING), "--log-level", "warning")
     stopped.append(dev.up())
     for _ in range(2):  # the second failure is logged after the first request's access line would be
-        httpx.post(f"{dev.url}/agents/billing/runs?wait=1", json={"input": {"amount": 1}})
+        fetch.post(f"{dev.url}/agents/billing/runs?wait=1", json={"input": {"amount": 1}})
     output = dev.wait_for("RuntimeError: the card was declined", count=2)
     assert "HTTP/1.1" not in output
 
@@ -107,7 +107,7 @@ def test_dev_survives_a_build_ignores_outputs_and_environments_and_picks_up_a_ne
         (root / ignored).write_text("X = 1\n")
     (root / "env311" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # a virtual environment of any name
     (root / "env311" / "lib" / "site.py").write_text("X = 2\n")
-    assert httpx.get(f"{dev.url}/agents").status_code == 200
+    assert fetch.get(f"{dev.url}/agents").status_code == 200
     (root / "agents" / "late.py").write_text(PID)
     output = dev.wait_for("serving on", count=2)
     manifest = wait_until_up(dev.url)
@@ -123,7 +123,7 @@ def test_dev_survives_a_build_ignores_outputs_and_environments_and_picks_up_a_ne
 def test_stopping_dev_stops_its_worker(tmp_path: Path, stopped: list[DevProcess], sig: int, status: int) -> None:
     dev = DevProcess(_project(tmp_path / "project", pid=PID))
     stopped.append(dev.up())
-    worker = httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}}).json()["output"]
+    worker = fetch.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}}).json()["output"]
     assert worker != dev.process.pid
     assert dev.stop(sig) == status
     deadline = time.monotonic() + 30
@@ -161,7 +161,7 @@ def test_a_startup_failure_ends_dev_with_one_message_and_a_non_zero_status(tmp_p
 def test_dev_serves_the_agent_card_at_the_address_it_listens_on(tmp_path: Path, stopped: list[DevProcess]) -> None:
     dev = DevProcess(_project(tmp_path / "project", pid=PID), "--host", "0.0.0.0", "--no-reload")
     stopped.append(dev.up())
-    card = httpx.get(f"{dev.url}/.well-known/agent-card.json")
+    card = fetch.get(f"{dev.url}/.well-known/agent-card.json")
     assert card.status_code == 200 and card.json()["url"] == f"http://localhost:{dev.port}/a2a"
 
 
@@ -171,9 +171,9 @@ def test_dev_refuses_a_rebinding_host_and_serves_its_allowed_hosts(tmp_path: Pat
     dev = DevProcess(root, "--no-reload")
     stopped.append(dev.up())
     for path in ["/runs", "/agents", "/ui/"]:
-        foreign = httpx.get(f"{dev.url}{path}", headers={"host": f"attacker.example:{dev.port}"})
+        foreign = fetch.get(f"{dev.url}{path}", headers={"host": f"attacker.example:{dev.port}"})
         assert foreign.status_code == 421 and foreign.json()["error"]["code"] == "forbidden_host", path
-    listed = httpx.get(f"{dev.url}/runs", headers={"host": f"dev.example.test:{dev.port}"})
+    listed = fetch.get(f"{dev.url}/runs", headers={"host": f"dev.example.test:{dev.port}"})
     assert listed.status_code == 200
 
 
@@ -223,23 +223,23 @@ def test_a_broken_agent_file_is_served_as_broken_while_the_other_agents_answer_u
     (root / "agents" / "pid.py").write_text(PID + "\n\ndef broken(:\n")  # line 11
     dev.wait_for("serving on", count=2)
     wait_until_up(dev.url)
-    refused = httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}})
+    refused = fetch.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}})
     assert refused.status_code == 503, refused.text
     error = refused.json()["error"]
     assert error["code"] == "agent_broken" and error["details"] == {"file": "agents/pid.py", "line": 11}
     assert "agents/pid.py failed to import: SyntaxError" in error["message"]
-    other = httpx.post(f"{dev.url}/agents/other/runs?wait=1", json={"input": {}})
+    other = fetch.post(f"{dev.url}/agents/other/runs?wait=1", json={"input": {}})
     assert other.status_code == 200 and other.json()["status"] == "completed"
-    manifest = httpx.get(f"{dev.url}/agents").json()
+    manifest = fetch.get(f"{dev.url}/agents").json()
     assert [agent["name"] for agent in manifest["agents"]] == ["other"]
     assert [(item["name"], item["error"]["code"], item["error"]["details"]) for item in manifest["broken"]] == [
         ("pid", "agent_broken", {"file": "agents/pid.py", "line": 11})
     ]
     ag_ui = {"threadId": "t", "runId": "r", "messages": [], "tools": [], "context": [], "forwardedProps": {}}
     for answer in [  # every route of the agent says so
-        httpx.post(f"{dev.url}/agents/pid/ag-ui", json=ag_ui),
-        httpx.post(f"{dev.url}/agents/pid/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"}),
-        httpx.get(f"{dev.url}/agents/pid/.well-known/agent-card.json"),
+        fetch.post(f"{dev.url}/agents/pid/ag-ui", json=ag_ui),
+        fetch.post(f"{dev.url}/agents/pid/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"}),
+        fetch.get(f"{dev.url}/agents/pid/.well-known/agent-card.json"),
     ]:
         assert (answer.status_code, answer.json()["error"]["code"]) == (503, "agent_broken"), answer.request.url
     output = dev.output
@@ -248,7 +248,7 @@ def test_a_broken_agent_file_is_served_as_broken_while_the_other_agents_answer_u
     dev.wait_for("serving on", count=3)
     manifest = wait_until_up(dev.url)
     assert [agent["name"] for agent in manifest["agents"]] == ["other", "pid"] and "broken" not in manifest  # type: ignore[index,operator]
-    fixed = httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}})
+    fixed = fetch.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}})
     assert fixed.status_code == 200 and fixed.json()["status"] == "completed"
 
 
@@ -265,5 +265,5 @@ def test_dev_starts_with_a_broken_agent_but_dev_check_refuses_it(tmp_path: Path,
     dev = DevProcess(root)
     stopped.append(dev.up())
     assert "bad  broken (agents/bad.py:3)" in dev.output
-    assert httpx.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}}).json()["status"] == "completed"
-    assert httpx.post(f"{dev.url}/agents/bad/runs", json={"input": {}}).status_code == 503
+    assert fetch.post(f"{dev.url}/agents/pid/runs?wait=1", json={"input": {}}).json()["status"] == "completed"
+    assert fetch.post(f"{dev.url}/agents/bad/runs", json={"input": {}}).status_code == 503

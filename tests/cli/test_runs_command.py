@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -19,6 +18,7 @@ from agent_unit.runtime import RunEngine
 from agent_unit_cli.config import load_config, store_url
 from agent_unit_cli.main import app
 
+from ..support import fetch
 from ..support.dev_process import DevProcess
 
 runner = CliRunner()
@@ -131,7 +131,7 @@ def deployment(project: Path) -> Iterator[DevProcess]:
 
 def test_runs_round_trip_through_a_deployments_url(deployment: DevProcess, tmp_path: Path) -> None:
     auth = {"authorization": "Bearer s3cret"}
-    run_id = httpx.post(
+    run_id = fetch.post(
         f"{deployment.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o_2"}}, headers=auth
     ).json()["id"]
     elsewhere = str(tmp_path / "elsewhere")  # no project here: --url needs none
@@ -164,11 +164,11 @@ def test_runs_resume_on_the_local_store_goes_through_a_running_dev_so_a_short_sl
     dev = DevProcess(project)  # with its reloading worker, as a user runs it
     try:
         dev.up()
-        run_id = httpx.post(f"{dev.url}/agents/nap/runs?wait=1", json={"input": {}}).json()["id"]
+        run_id = fetch.post(f"{dev.url}/agents/nap/runs?wait=1", json={"input": {}}).json()["id"]
         resumed = time.monotonic()
         parked = json.loads(_cli("resume", run_id, "true", "--json", "--root", str(project)).stdout)
         assert parked["status"] == "sleeping", parked
-        while (run := httpx.get(f"{dev.url}/runs/{run_id}").json())["status"] == "sleeping":
+        while (run := fetch.get(f"{dev.url}/runs/{run_id}").json())["status"] == "sleeping":
             assert time.monotonic() - resumed < 8, "the run slept past its 2 s: dev did not hear of the resume"
             time.sleep(0.1)
         assert run["status"] == "completed", run
@@ -193,7 +193,7 @@ def test_runs_resume_through_a_dev_that_authorize_refuses_says_so_and_uses_the_s
     deployment: DevProcess, project: Path
 ) -> None:
     auth = {"authorization": "Bearer s3cret"}
-    started = httpx.post(
+    started = fetch.post(
         f"{deployment.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o_3"}}, headers=auth
     )
     run_id = started.json()["id"]
@@ -201,7 +201,7 @@ def test_runs_resume_through_a_dev_that_authorize_refuses_says_so_and_uses_the_s
     assert result.exit_code == 0, result.output
     assert f"note: agent-unit dev at {deployment.url} refused to resume" in result.output
     assert json.loads(result.stdout.splitlines()[-1])["status"] == "completed"
-    second = httpx.post(
+    second = fetch.post(
         f"{deployment.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o_4"}}, headers=auth
     )
     with_token = _cli("cancel", second.json()["id"], "--json", "--token", "s3cret", "--root", str(project))

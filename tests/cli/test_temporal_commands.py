@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.dev_process import DevProcess
 from ..support.server import ROOT, Server
 from ..support.temporal import TemporalServer
@@ -34,12 +34,12 @@ def project(tmp_path: Path, temporal: TemporalServer, queue: str) -> Path:
 
 
 def refund_through(url: str) -> dict[str, object]:
-    run = httpx.post(f"{url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-1"}}, timeout=60).json()
+    run = fetch.post(f"{url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-1"}}, timeout=60).json()
     assert run["status"] == "interrupted", run
-    resumed = httpx.post(f"{url}/runs/{run['id']}/resume?wait=1", json={"answer": {"approved": True}}, timeout=60)
+    resumed = fetch.post(f"{url}/runs/{run['id']}/resume?wait=1", json={"answer": {"approved": True}}, timeout=60)
     assert resumed.status_code in (200, 202), resumed.text
     deadline = time.monotonic() + 60
-    while (done := httpx.get(f"{url}/runs/{run['id']}", timeout=10).json())["status"] != "completed":
+    while (done := fetch.get(f"{url}/runs/{run['id']}", timeout=10).json())["status"] != "completed":
         assert time.monotonic() < deadline, done
         time.sleep(0.05)
     return done  # type: ignore[no-any-return]
@@ -58,7 +58,7 @@ def test_dev_serves_the_app_and_a_temporal_worker_in_one_process(
             temporal_server.run("workflow", "describe", "--workflow-id", str(done["id"]), "--output", "json")
         )
         assert described["executionConfig"]["taskQueue"]["name"] == "dev-queue"
-        run = httpx.post(f"{dev.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-2"}}, timeout=60).json()
+        run = fetch.post(f"{dev.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-2"}}, timeout=60).json()
         assert run["status"] == "interrupted"
     finally:
         dev.stop()

@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from agent_unit import Run, RunEngine, RunRecord, RunStatus, define_agent
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 
+from ..support import fetch
 from ..support.server import ROOT, Server, free_port, wait_until_up
 
 # A server whose agent_unit logger writes INFO lines to stderr, as a deployment configures it.
@@ -46,7 +46,7 @@ def test_a_server_that_starts_recovers_a_crashed_run_without_waiting_for_the_swe
     first_options = json.dumps({"lease_ttl": "10s", "owner": "another-machine:7:1:1:first"})
     first = Server(f"sqlite:///{db}", env={**env, "HANG_IN_STEP_TWO": "1", "TEST_OPTIONS": first_options}).start()
     try:
-        started = httpx.post(f"{first.url}/agents/crashable/runs", json={"input": None}).json()
+        started = fetch.post(f"{first.url}/agents/crashable/runs", json={"input": None}).json()
         while not marker.exists():
             time.sleep(0.02)
     finally:
@@ -68,7 +68,7 @@ def test_a_server_that_starts_recovers_a_crashed_run_without_waiting_for_the_swe
         url = f"http://127.0.0.1:{port}"
         wait_until_up(url)
         deadline = time.monotonic() + 120
-        while (record := httpx.get(f"{url}/runs/{started['id']}").json())["status"] != "completed":
+        while (record := fetch.get(f"{url}/runs/{started['id']}").json())["status"] != "completed":
             assert time.monotonic() < deadline, f"the run was not recovered: {record}"
             time.sleep(0.1)
     finally:
@@ -152,7 +152,7 @@ def test_a_server_restarted_after_kill_9_recovers_its_runs_at_once_not_when_thei
     options = {"TEST_OPTIONS": json.dumps({"sweep_interval": "1h"})}
     first = Server(f"sqlite:///{db}", env={**env, **options, "HANG_IN_STEP_TWO": "1"}).start()
     try:
-        run_id = httpx.post(f"{first.url}/agents/crashable/runs", json={"input": None}).json()["id"]
+        run_id = fetch.post(f"{first.url}/agents/crashable/runs", json={"input": None}).json()["id"]
         while not marker.exists():
             time.sleep(0.02)
     finally:
@@ -161,7 +161,7 @@ def test_a_server_restarted_after_kill_9_recovers_its_runs_at_once_not_when_thei
     second = Server(f"sqlite:///{db}", env={**env, **options}).start()
     try:
         up = time.monotonic()
-        while (record := httpx.get(f"{second.url}/runs/{run_id}").json())["status"] != "completed":
+        while (record := fetch.get(f"{second.url}/runs/{run_id}").json())["status"] != "completed":
             assert time.monotonic() - up < 10, f"not recovered at start (the lease lapses after 30 s): {record}"
             time.sleep(0.05)
     finally:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.server import Server
 from ..support.temporal import TemporalServer, WorkerProcess
 
@@ -105,7 +105,7 @@ def until(check: Callable[[], Any], timeout: float = 60, what: str = "the condit
 
 
 def run_of(url: str, run_id: str) -> dict[str, Any]:
-    return httpx.get(f"{url}/runs/{run_id}", timeout=10).json()  # type: ignore[no-any-return]
+    return fetch.get(f"{url}/runs/{run_id}", timeout=10).json()  # type: ignore[no-any-return]
 
 
 def status_is(url: str, run_id: str, *statuses: str) -> Callable[[], dict[str, Any] | None]:
@@ -126,7 +126,7 @@ def test_the_refund_flow_over_http_is_one_temporal_workflow_named_by_the_run_id(
     app = deploy(f"sqlite:///{tmp_path / 'runs.db'}")
     server = app.server()
     app.worker()
-    started = httpx.post(f"{server.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-1"}}, timeout=60)
+    started = fetch.post(f"{server.url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-1"}}, timeout=60)
     run = started.json()
     assert run["status"] == "interrupted", run
     described = app.describe(run["id"])
@@ -137,11 +137,11 @@ def test_the_refund_flow_over_http_is_one_temporal_workflow_named_by_the_run_id(
     )
     until(lambda: app.listed(waiting) == [run["id"]], what="the run listed as interrupted in Temporal")
 
-    refused = httpx.post(f"{server.url}/runs/{run['id']}/resume", json={"answer": {"approved": "maybe"}}, timeout=30)
+    refused = fetch.post(f"{server.url}/runs/{run['id']}/resume", json={"answer": {"approved": "maybe"}}, timeout=30)
     assert refused.status_code == 422, refused.text
     assert run_of(server.url, run["id"])["status"] == "interrupted"  # a bad answer leaves it parked
 
-    resumed = httpx.post(
+    resumed = fetch.post(
         f"{server.url}/runs/{run['id']}/resume?wait=1", json={"answer": {"approved": True}}, timeout=60
     )
     assert resumed.status_code in (200, 202), resumed.text
@@ -151,7 +151,7 @@ def test_the_refund_flow_over_http_is_one_temporal_workflow_named_by_the_run_id(
     completed = f"AgentUnitStatus = 'completed' AND AgentUnitThread = '{run['thread_id']}'"
     until(lambda: app.listed(completed) == [run["id"]], what="the run listed as completed in Temporal")
     assert len(app.lines("charge")) == 1
-    events = httpx.get(f"{server.url}/runs/{run['id']}/events?after=0", timeout=30).text
+    events = fetch.get(f"{server.url}/runs/{run['id']}/events?after=0", timeout=30).text
     seqs = [int(line[4:]) for line in events.splitlines() if line.startswith("id: ")]
     assert seqs == list(range(1, len(seqs) + 1))  # contiguous, as SSE readers need
 
@@ -162,7 +162,7 @@ def test_a_worker_killed_mid_step_is_replaced_by_another_that_repeats_no_finishe
     app = deploy(f"sqlite:///{tmp_path / 'runs.db'}")
     server = app.server()
     first, second = app.worker(), app.worker()
-    run = httpx.post(f"{server.url}/agents/slow/runs", json={"input": 60}, timeout=30).json()
+    run = fetch.post(f"{server.url}/agents/slow/runs", json={"input": 60}, timeout=30).json()
     started = until(lambda: app.lines("start two"), what="step two's start")
     pid = int(started[0].split()[-1])
     assert pid in (first.pid, second.pid)
@@ -185,12 +185,12 @@ def test_fifty_concurrent_resumes_through_two_servers_and_two_workers_have_one_w
     app = deploy(postgres_url)
     servers = [app.server(), app.server()]
     app.worker(), app.worker()
-    run = httpx.post(f"{servers[0].url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-50"}}, timeout=60)
+    run = fetch.post(f"{servers[0].url}/agents/refund/runs?wait=1", json={"input": {"order_id": "o-50"}}, timeout=60)
     run_id = run.json()["id"]
     assert run.json()["status"] == "interrupted"
 
     async def burst() -> list[int]:
-        async with httpx.AsyncClient(timeout=60) as client:
+        async with fetch.AsyncClient(timeout=60) as client:
             answers = [
                 client.post(f"{servers[i % 2].url}/runs/{run_id}/resume", json={"answer": {"approved": True}})
                 for i in range(50)
@@ -212,7 +212,7 @@ def test_a_sleep_is_a_temporal_timer_that_wakes_the_run_after_every_process_rest
     app = deploy(f"sqlite:///{tmp_path / 'runs.db'}")
     server = app.server()
     worker = app.worker()
-    run = httpx.post(f"{server.url}/agents/nap/runs?wait=1", json={"input": 8}, timeout=60).json()
+    run = fetch.post(f"{server.url}/agents/nap/runs?wait=1", json={"input": 8}, timeout=60).json()
     assert run["status"] == "sleeping", run
     slept_at = time.monotonic()
     server.stop(signal.SIGKILL)
@@ -234,11 +234,11 @@ def test_a_run_cancelled_in_agent_unit_or_in_temporal_ends_cancelled_in_both(
     app = deploy(f"sqlite:///{tmp_path / 'runs.db'}")
     server = app.server()
     app.worker()
-    ours = httpx.post(f"{server.url}/agents/waits/runs?wait=1", json={"input": "a"}, timeout=60).json()
-    theirs = httpx.post(f"{server.url}/agents/waits/runs?wait=1", json={"input": "b"}, timeout=60).json()
+    ours = fetch.post(f"{server.url}/agents/waits/runs?wait=1", json={"input": "a"}, timeout=60).json()
+    theirs = fetch.post(f"{server.url}/agents/waits/runs?wait=1", json={"input": "b"}, timeout=60).json()
     assert ours["status"] == theirs["status"] == "interrupted"
 
-    cancelled = httpx.post(f"{server.url}/runs/{ours['id']}/cancel", timeout=30)
+    cancelled = fetch.post(f"{server.url}/runs/{ours['id']}/cancel", timeout=30)
     assert cancelled.status_code == 200, cancelled.text
     assert run_of(server.url, ours["id"])["status"] == "cancelled"
     app.temporal.run("workflow", "cancel", "--workflow-id", theirs["id"])
@@ -249,7 +249,7 @@ def test_a_run_cancelled_in_agent_unit_or_in_temporal_ends_cancelled_in_both(
     for run in (ours, theirs):
         cancelled_query = f"AgentUnitStatus = 'cancelled' AND AgentUnitThread = '{run['thread_id']}'"
         until(lambda q=cancelled_query, i=run["id"]: app.listed(q) == [i], what="the run listed as cancelled")
-    again = httpx.post(f"{server.url}/runs/{ours['id']}/cancel", timeout=30)
+    again = fetch.post(f"{server.url}/runs/{ours['id']}/cancel", timeout=30)
     assert again.status_code == 409
-    late = httpx.post(f"{server.url}/runs/{theirs['id']}/resume", json={"answer": True}, timeout=30)
+    late = fetch.post(f"{server.url}/runs/{theirs['id']}/resume", json={"answer": True}, timeout=30)
     assert late.status_code == 409

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from ..protocols.test_inbox import browser  # noqa: F401 - the shared headless Chromium (a fixture)
+from ..support import fetch
 from ..support.server import ROOT, free_port, wait_until_up
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a subprocess: left out of `make check`
@@ -93,7 +93,7 @@ def page(browser: Browser) -> Iterator[Page]:  # noqa: F811 - uses the imported 
 
 def ask_refund(shop: Built, order_id: str) -> dict[str, Any]:
     body = {"input": {"order_id": order_id, "amount_cents": 4200}}
-    response = httpx.post(f"{shop.url}/api/ai/agents/refund/runs?wait=1", json=body, timeout=60)
+    response = fetch.post(f"{shop.url}/api/ai/agents/refund/runs?wait=1", json=body, timeout=60)
     response.raise_for_status()
     return response.json()  # type: ignore[no-any-return]
 
@@ -104,8 +104,8 @@ def test_the_built_app_serves_its_own_pages_the_agents_and_the_inbox_side_by_sid
     page.get_by_role("link", name="open the approvals inbox").click()
     expect(page.get_by_role("heading", name="Runs")).to_be_focused()
     assert page.url == f"{shop.url}/agents/"
-    assert httpx.get(f"{shop.url}/api/ai/agents").json()["agents"][0]["name"] == "refund"
-    assert httpx.get(f"{shop.url}/payouts").json() == []
+    assert fetch.get(f"{shop.url}/api/ai/agents").json()["agents"][0]["name"] == "refund"
+    assert fetch.get(f"{shop.url}/payouts").json() == []
 
 
 def test_a_refund_paused_in_the_built_app_is_approved_in_its_inbox_across_a_restart(shop: Built, page: Page) -> None:
@@ -133,7 +133,7 @@ def test_a_refund_paused_in_the_built_app_is_approved_in_its_inbox_across_a_rest
     expect(events).to_contain_text("RUN_FINISHED")  # the live view, reconnected to the restarted server
     expect(page.locator("dl.facts")).to_contain_text("completed")
 
-    done = httpx.get(f"{shop.url}/api/ai/runs/{paused['id']}").json()
+    done = fetch.get(f"{shop.url}/api/ai/runs/{paused['id']}").json()
     assert done["status"] == "completed" and done["output"].startswith("refunded 42.00 as po_")
-    payouts = httpx.get(f"{shop.url}/payouts").json()
+    payouts = fetch.get(f"{shop.url}/payouts").json()
     assert [line["order_id"] for line in payouts] == ["o-1"]  # paid once

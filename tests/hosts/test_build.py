@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
 from agent_unit_cli.main import app
 
+from ..support import fetch
 from ..support.server import free_port, wait_until_up
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a subprocess: left out of `make check`
@@ -49,9 +49,9 @@ def test_built_server_runs_from_a_moved_copy_in_an_empty_virtualenv(tmp_path: Pa
         url = f"http://127.0.0.1:{port}"
         manifest = wait_until_up(url)
         assert [agent["name"] for agent in manifest["agents"]] == ["refund", "support"]
-        done = httpx.post(f"{url}/agents/support/runs?wait=1", json={"input": "where is my order?"}, timeout=10).json()
+        done = fetch.post(f"{url}/agents/support/runs?wait=1", json={"input": "where is my order?"}, timeout=10).json()
         assert done["status"] == "completed" and done["output"] == "Hello! where is my order?"
-        assert httpx.post(f"{url}/__agent-unit/sweep").status_code == 401  # a build needs AGENT_UNIT_SECRET
+        assert fetch.post(f"{url}/__agent-unit/sweep").status_code == 401  # a build needs AGENT_UNIT_SECRET
     finally:
         server.terminate()
         server.wait(timeout=20)

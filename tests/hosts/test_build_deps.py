@@ -19,12 +19,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from agent_unit_cli.pip import install, linux_wheels
 from agent_unit_cli.starts import interpreter
 
+from ..support import fetch
 from ..support.server import free_port, wait_until_up
 from .test_preset_aws_lambda import Lambda
 
@@ -92,7 +92,7 @@ def serve_from_a_moved_copy(output: Path, tmp: Path, answers: dict[str, str] | N
         url = f"http://127.0.0.1:{port}"
         assert sorted(agent["name"] for agent in wait_until_up(url, timeout=180)["agents"]) == sorted(answers)
         for name, output_text in answers.items():
-            done = httpx.post(f"{url}/agents/{name}/runs?wait=1", json={"input": "hi"}, timeout=30).json()
+            done = fetch.post(f"{url}/agents/{name}/runs?wait=1", json={"input": "hi"}, timeout=30).json()
             assert done["status"] == "completed" and done["output"] == output_text, done
     finally:
         server.terminate()

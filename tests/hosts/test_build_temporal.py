@@ -10,12 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
 from agent_unit_cli.main import app
 
+from ..support import fetch
 from ..support.server import free_port, wait_until_up
 from ..support.temporal import TemporalServer
 
@@ -33,12 +33,12 @@ async def agent(input: str, run: Run) -> str:
 
 
 def refund(url: str) -> str:
-    run = httpx.post(f"{url}/agents/refund/runs?wait=1", json={"input": "o-1"}, timeout=60).json()
+    run = fetch.post(f"{url}/agents/refund/runs?wait=1", json={"input": "o-1"}, timeout=60).json()
     assert run["status"] == "interrupted", run
-    resumed = httpx.post(f"{url}/runs/{run['id']}/resume?wait=1", json={"answer": True}, timeout=60)
+    resumed = fetch.post(f"{url}/runs/{run['id']}/resume?wait=1", json={"answer": True}, timeout=60)
     assert resumed.status_code in (200, 202), resumed.text
     deadline = time.monotonic() + 60
-    while (done := httpx.get(f"{url}/runs/{run['id']}", timeout=10).json())["status"] != "completed":
+    while (done := fetch.get(f"{url}/runs/{run['id']}", timeout=10).json())["status"] != "completed":
         assert time.monotonic() < deadline, done
         time.sleep(0.05)
     return str(done["output"])

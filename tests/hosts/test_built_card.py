@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.server import ROOT, free_port, wait_until_up
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a subprocess: left out of `make check`
@@ -49,13 +49,13 @@ def test_a_built_server_without_url_serves_the_card_at_its_listen_address_and_lo
     try:
         wait_until_up(f"http://127.0.0.1:{port}")
         # the card's URL is the listen address, never the Host (an address is never a rebinding)
-        card = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json", headers={"host": "10.0.0.7"})
+        card = fetch.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json", headers={"host": "10.0.0.7"})
         assert card.status_code == 200 and card.json()["url"] == f"http://localhost:{port}/a2a"
         # on all interfaces, reached over loopback: a rebinding name is refused on every route
         for path in ["/.well-known/agent-card.json", "/runs", "/agents"]:
-            foreign = httpx.get(f"http://127.0.0.1:{port}{path}", headers={"host": f"evil.example:{port}"})
+            foreign = fetch.get(f"http://127.0.0.1:{port}{path}", headers={"host": f"evil.example:{port}"})
             assert foreign.status_code == 421 and foreign.json()["error"]["code"] == "forbidden_host", path
-        failed = httpx.post(f"http://127.0.0.1:{port}/agents/billing/runs?wait=1", json={"input": {}}).json()
+        failed = fetch.post(f"http://127.0.0.1:{port}/agents/billing/runs?wait=1", json={"input": {}}).json()
         assert failed["status"] == "failed"
     finally:
         server.terminate()

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -24,6 +23,7 @@ from agent_unit import RunEngine
 from agent_unit.discovery import discover_agents
 from agent_unit_cli.main import app
 
+from ..support import fetch
 from ..support.server import free_port, wait_until_up
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in subprocesses: left out of `make check`
@@ -88,7 +88,7 @@ def serving(output: Path, ledger: Path) -> Iterator[str]:
 def until_finished(url: str, run_id: str, seconds: float = 20) -> dict[str, Any]:
     deadline = time.monotonic() + seconds
     while True:
-        record: dict[str, Any] = httpx.get(f"{url}/runs/{run_id}", timeout=10).json()
+        record: dict[str, Any] = fetch.get(f"{url}/runs/{run_id}", timeout=10).json()
         if record["status"] in ("completed", "failed", "cancelled"):
             return record
         assert time.monotonic() < deadline, record
@@ -109,11 +109,11 @@ def test_a_short_deadline_passes_on_a_built_servers_own_timers(project: Path, tm
     output = build(project)
     assert "approval_timeout='1h'" in (output / "main.py").read_text()
     with serving(output, tmp_path / "ledger") as url:
-        parked = httpx.post(f"{url}/agents/approve/runs?wait=1", json={"input": None}, timeout=10).json()
+        parked = fetch.post(f"{url}/agents/approve/runs?wait=1", json={"input": None}, timeout=10).json()
         assert parked["status"] == "interrupted" and parked["interrupt"]["expires_at"]
         done = until_finished(url, parked["id"])
         assert done["output"] == "nobody answered" and done["answers"][0]["expired"] is True
-        late = httpx.post(f"{url}/runs/{parked['id']}/resume", json={"answer": True}, timeout=10)
+        late = fetch.post(f"{url}/runs/{parked['id']}/resume", json={"answer": True}, timeout=10)
         assert late.status_code == 409 and late.json()["error"]["code"] == "interrupt_expired"
         assert "expired at" in late.json()["error"]["message"]
 
@@ -124,7 +124,7 @@ def test_a_run_failed_by_a_bug_is_retried_once_after_the_fix_by_two_servers_at_o
     ledger = tmp_path / "ledger"
     output = build(project)
     with serving(output, ledger) as url:
-        failed = httpx.post(f"{url}/agents/charge/runs?wait=1", json={"input": None}, timeout=10).json()
+        failed = fetch.post(f"{url}/agents/charge/runs?wait=1", json={"input": None}, timeout=10).json()
     assert failed["status"] == "failed" and failed["error"]["step"] == "charge"
     assert failed["error"]["key"] == "step:charge#0"
 
@@ -140,7 +140,7 @@ def test_a_run_failed_by_a_bug_is_retried_once_after_the_fix_by_two_servers_at_o
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             answers = list(
                 pool.map(
-                    lambda url: httpx.post(f"{url}/runs/{failed['id']}/retry", timeout=20),
+                    lambda url: fetch.post(f"{url}/runs/{failed['id']}/retry", timeout=20),
                     [first, second],
                 )
             )

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.server import ROOT, free_port, wait_until_up
 
 pytestmark = pytest.mark.slow  # installs a package with pip, builds and starts the output
@@ -87,7 +87,7 @@ def test_an_installed_preset_builds_with_its_own_templates_and_the_output_serves
     try:
         url = f"http://127.0.0.1:{port}"
         assert [agent["name"] for agent in wait_until_up(url, timeout=60)["agents"]] == ["plain"]
-        run = httpx.post(f"{url}/agents/plain/runs?wait=1", json={"input": "hi"}, timeout=30).json()
+        run = fetch.post(f"{url}/agents/plain/runs?wait=1", json={"input": "hi"}, timeout=30).json()
         assert run["status"] == "completed" and run["output"] == "plain: hi", run
     finally:
         server.terminate()

@@ -34,9 +34,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.dev_process import DevProcess
 from ..support.server import free_port, wait_until_up
 from . import test_preset_vercel
@@ -250,7 +250,7 @@ def test_a_moved_server_build_serves_the_app_with_its_lifespan_wait_until_and_ta
 ) -> None:
     log = tmp_path / "app.log"
     with moved_server(server_build[0], tmp_path, log) as url:
-        assert httpx.get(f"{url}/hello/ann").json() == {"hello": "ann"}
+        assert fetch.get(f"{url}/hello/ann").json() == {"hello": "ann"}
         deadline = time.monotonic() + 60
         while not {"later ann", "task every-minute"} <= set(logged(log)):
             assert time.monotonic() < deadline, logged(log)
@@ -263,15 +263,15 @@ def test_a_server_build_refuses_a_rebinding_host_and_a_foreign_pages_post_before
 ) -> None:
     log = tmp_path / "app.log"
     with moved_server(server_build[0], tmp_path, log) as url:
-        rebound = httpx.post(f"{url}/pay/eve", headers={"host": "evil.example", "origin": "http://evil.example"})
+        rebound = fetch.post(f"{url}/pay/eve", headers={"host": "evil.example", "origin": "http://evil.example"})
         assert rebound.status_code == 421 and rebound.json()["error"]["code"] == "forbidden_host", rebound.text
-        assert httpx.get(f"{url}/hello/eve", headers={"host": "evil.example"}).status_code == 421  # reads too
-        foreign = httpx.post(f"{url}/pay/eve", headers={"origin": "https://evil.example"})
+        assert fetch.get(f"{url}/hello/eve", headers={"host": "evil.example"}).status_code == 421  # reads too
+        foreign = fetch.post(f"{url}/pay/eve", headers={"origin": "https://evil.example"})
         assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "forbidden_origin", foreign.text
         assert "paid eve" not in logged(log)
-        assert httpx.post(f"{url}/pay/ann").json() == {"paid": "ann"}  # a client that is no browser
-        assert httpx.post(f"{url}/pay/bob", headers={"origin": url}).json() == {"paid": "bob"}  # the app's own page
-        assert httpx.get(f"{url}/hello/ann", headers={"origin": "https://evil.example"}).json() == {"hello": "ann"}
+        assert fetch.post(f"{url}/pay/ann").json() == {"paid": "ann"}  # a client that is no browser
+        assert fetch.post(f"{url}/pay/bob", headers={"origin": url}).json() == {"paid": "bob"}  # the app's own page
+        assert fetch.get(f"{url}/hello/ann", headers={"origin": "https://evil.example"}).json() == {"hello": "ann"}
     assert [line for line in logged(log) if line.startswith("paid")] == ["paid ann", "paid bob"]
 
 
@@ -345,7 +345,7 @@ def test_the_docker_images_cmd_run_locally_serves_the_app_with_its_lifespan_wait
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, timeout=120)
-        assert httpx.get(f"{url}/hello/ann").json() == {"hello": "ann"}
+        assert fetch.get(f"{url}/hello/ann").json() == {"hello": "ann"}
         deadline = time.monotonic() + 60
         while not {"later ann", "task every-minute"} <= set(logged(log)):
             assert time.monotonic() < deadline, logged(log)
@@ -416,10 +416,10 @@ def test_a_vercel_instance_serves_the_app_with_its_lifespan_once_and_wait_until_
     instance = Instance(root / ".vercel" / "output" / FUNCTION, function_python[0], env).start()
     try:
         for who in ("ann", "bob"):
-            answer = httpx.get(f"{instance.url}/hello/{who}", headers={"x-vercel-internal-request-id": who})
+            answer = fetch.get(f"{instance.url}/hello/{who}", headers={"x-vercel-internal-request-id": who})
             assert answer.json() == {"hello": who}, instance.logs()
         task = f"{instance.url}/__agent-unit/tasks/every-minute"
-        assert httpx.get(task, headers={"authorization": f"Bearer {CRON_SECRET}"}).json()["ran"] is True
+        assert fetch.get(task, headers={"authorization": f"Bearer {CRON_SECRET}"}).json()["ran"] is True
     finally:
         instance.stop()
     assert logged(log) == ["lifespan started", "later ann", "later bob", "task every-minute"]
@@ -477,20 +477,20 @@ def test_dev_serves_your_own_app_behind_the_host_and_origin_checks_and_reloads_i
     try:
         dev.wait_for("serving on")
         assert "dev: your app web.main:app" in dev.output
-        assert httpx.get(f"{dev.url}/hello/ann").json() == {"hello": "ann"}
+        assert fetch.get(f"{dev.url}/hello/ann").json() == {"hello": "ann"}
         (root / "web" / "main.py").write_text(APP.replace('{"hello": who}', '{"hi": who}'))
         dev.wait_for("serving on", count=2)
-        assert httpx.get(f"{dev.url}/hello/ann").json() == {"hi": "ann"}
+        assert fetch.get(f"{dev.url}/hello/ann").json() == {"hi": "ann"}
         # dev serves it behind the Host and Origin checks a build puts in front of it
-        rebound = httpx.post(f"{dev.url}/pay/eve", headers={"host": "evil.example", "origin": "http://evil.example"})
+        rebound = fetch.post(f"{dev.url}/pay/eve", headers={"host": "evil.example", "origin": "http://evil.example"})
         assert rebound.status_code == 421, rebound.text
         foreign = {"origin": "https://evil.example"}
-        assert httpx.post(f"{dev.url}/pay/eve", headers=foreign).json()["error"]["code"] == "forbidden_origin"
+        assert fetch.post(f"{dev.url}/pay/eve", headers=foreign).json()["error"]["code"] == "forbidden_origin"
         assert "paid eve" not in logged(log)
         # host_guard = false: the app does its own checks, and gets every request
         (root / "agent-unit.toml").write_text("host_guard = false\n" + CONFIG)
         dev.wait_for("serving on", count=3)
-        assert httpx.post(f"{dev.url}/pay/eve", headers=foreign).json() == {"paid": "eve"}
+        assert fetch.post(f"{dev.url}/pay/eve", headers=foreign).json() == {"paid": "eve"}
     finally:
         assert dev.stop() == 0
     assert "later ann" in logged(log)  # wait_until work runs in dev
@@ -591,7 +591,7 @@ def mounted_vercel(tmp_path_factory: pytest.TempPathFactory, function_python: tu
 
 def _settled(url: str, run_id: str, *statuses: str) -> dict[str, Any]:
     deadline = time.monotonic() + 90
-    while (record := httpx.get(f"{url}/api/ai/runs/{run_id}").json())["status"] not in statuses:
+    while (record := fetch.get(f"{url}/api/ai/runs/{run_id}").json())["status"] not in statuses:
         assert time.monotonic() < deadline, record
         time.sleep(0.2)
     return record  # type: ignore[no-any-return]
@@ -605,7 +605,7 @@ def test_agents_mounted_in_your_app_on_vercel_sleep_and_the_cron_wakes_them(
     env = {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log"), "CRON_SECRET": CRON_SECRET}
     first = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
     try:
-        run = httpx.post(f"{first.url}/api/ai/agents/napper/runs", json={"input": "well"}, timeout=30).json()
+        run = fetch.post(f"{first.url}/api/ai/agents/napper/runs", json={"input": "well"}, timeout=30).json()
         _settled(first.url, run["id"], "sleeping")
     finally:
         first.stop()  # the instance that armed a timer for it is gone (frozen, recycled)
@@ -613,11 +613,11 @@ def test_agents_mounted_in_your_app_on_vercel_sleep_and_the_cron_wakes_them(
     second = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
     try:
         sweep = f"{second.url}/__agent-unit/sweep"
-        assert httpx.get(sweep).status_code == 401
-        assert httpx.post(f"{second.url}/api/ai/__agent-unit/sweep").status_code == 401  # the unit's own, too
-        woken = httpx.get(sweep, headers={"authorization": f"Bearer {CRON_SECRET}", "user-agent": "vercel-cron/1.0"})
+        assert fetch.get(sweep).status_code == 401
+        assert fetch.post(f"{second.url}/api/ai/__agent-unit/sweep").status_code == 401  # the unit's own, too
+        woken = fetch.get(sweep, headers={"authorization": f"Bearer {CRON_SECRET}", "user-agent": "vercel-cron/1.0"})
         assert woken.json() == {"woken": 1, "recovered": 0, "deleted": 0}, second.logs()
-        done = httpx.get(f"{second.url}/api/ai/runs/{run['id']}").json()
+        done = fetch.get(f"{second.url}/api/ai/runs/{run['id']}").json()
         assert done["status"] == "completed" and done["output"] == "rested well"
     finally:
         second.stop()
@@ -634,7 +634,7 @@ def test_a_run_of_agents_mounted_in_your_app_on_vercel_continues_under_the_mount
         for _ in range(2):
             site.instances.append(Instance(mounted_vercel / FUNCTION, function_python[0], env).start())
         first = site.instances[0]
-        started = httpx.post(f"{first.url}/api/ai/agents/long/runs", json={"input": 10}, timeout=30)
+        started = fetch.post(f"{first.url}/api/ai/agents/long/runs", json={"input": 10}, timeout=30)
         assert started.status_code == 202, started.text
         run_id = started.json()["id"]
         done = _settled(first.url, run_id, "completed", "failed")  # no sweep runs here: only continuations
@@ -659,7 +659,7 @@ def test_a_repeated_cron_request_runs_a_task_once_in_the_store_of_the_agents_you
         instance = Instance(mounted_vercel / FUNCTION, function_python[0], env).start()
         try:
             route = f"{instance.url}/__agent-unit/tasks/new-year"
-            answers.append(httpx.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30).json())
+            answers.append(fetch.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30).json())
         finally:
             instance.stop()
     assert answers[0]["scheduled_at"] == answers[1]["scheduled_at"]  # the year's one tick, whenever it is asked

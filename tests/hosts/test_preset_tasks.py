@@ -24,9 +24,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.server import free_port, wait_until_up
 from . import test_preset_vercel
 from .test_preset_aws_lambda import Lambda, lint
@@ -195,8 +195,8 @@ def test_vercels_cron_request_runs_the_task_in_a_function_instance(
     instance = Instance(root / ".vercel" / "output" / FUNCTION, function_python[0], env).start()
     try:
         route = f"{instance.url}/__agent-unit/tasks/every-minute"
-        assert httpx.get(route, headers={"authorization": "Bearer wrong"}).status_code == 401
-        done = httpx.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30)
+        assert fetch.get(route, headers={"authorization": "Bearer wrong"}).status_code == 401
+        done = fetch.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30)
         assert done.status_code == 200 and done.json()["ran"] is True, instance.logs()
     finally:
         instance.stop()
@@ -216,7 +216,7 @@ def test_a_repeated_vercel_cron_request_runs_its_tick_once(
     try:
         # two requests for one tick (a third only if a tick of */5 fell between the first two)
         while len(answers) < 2 or (answers[-1]["scheduled_at"] != answers[-2]["scheduled_at"] and len(answers) < 3):
-            answer = httpx.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30)
+            answer = fetch.get(route, headers={"authorization": f"Bearer {CRON_SECRET}"}, timeout=30)
             answers.append(answer.json())
     finally:
         instance.stop()

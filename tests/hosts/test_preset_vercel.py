@@ -39,6 +39,7 @@ import pytest
 
 from agent_unit_cli.presets import vercel
 
+from ..support import fetch
 from ..support.serverless_agents import LONG, NAPPER
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a subprocess: left out of `make check`
@@ -344,7 +345,7 @@ class Deployment:
                     deployment.continued.append(json.loads(body)["run_id"])
                 target = deployment.instances[len(deployment.continued) % len(deployment.instances)]
                 headers = {"authorization": self.headers.get("authorization", ""), "content-type": "application/json"}
-                response = httpx.post(f"{target.url}{self.path}", content=body, headers=headers, timeout=120)
+                response = fetch.post(f"{target.url}{self.path}", content=body, headers=headers, timeout=120)
                 self.send_response(response.status_code)
                 self.end_headers()
                 self.wfile.write(response.content)
@@ -384,7 +385,7 @@ def deployment(ours: Path, redis_url: str, function_python: tuple[str, str], tmp
 
 def _wait_for(url: str, run_id: str, *statuses: str, timeout: float = 60) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
-    while (record := httpx.get(f"{url}/runs/{run_id}").json())["status"] not in statuses:
+    while (record := fetch.get(f"{url}/runs/{run_id}").json())["status"] not in statuses:
         assert time.monotonic() < deadline, record
         time.sleep(0.1)
     return record  # type: ignore[no-any-return]
@@ -392,7 +393,7 @@ def _wait_for(url: str, run_id: str, *statuses: str, timeout: float = 60) -> dic
 
 def test_a_run_pauses_on_one_instance_and_resumes_on_another(deployment: Deployment, tmp_path: Path) -> None:
     first, second = deployment.instances
-    with httpx.stream(
+    with fetch.stream(
         "POST",
         f"{first.url}/agents/refund/runs",
         json={"input": {"order_id": "o_1"}},
@@ -402,7 +403,7 @@ def test_a_run_pauses_on_one_instance_and_resumes_on_another(deployment: Deploym
         events = [json.loads(line[5:]) for line in stream.iter_lines() if line.startswith("data:")]
     assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] == "RUN_INTERRUPTED"
     run_id = events[0]["runId"]
-    resumed = httpx.post(f"{second.url}/runs/{run_id}/resume", json={"answer": {"approved": True}}, timeout=30)
+    resumed = fetch.post(f"{second.url}/runs/{run_id}/resume", json={"answer": {"approved": True}}, timeout=30)
     assert resumed.status_code == 202, resumed.text
     done = _wait_for(second.url, run_id, "completed", "failed")
     assert done["output"] == "refunded", first.logs() + second.logs()
@@ -414,7 +415,7 @@ def test_an_invocation_stays_open_until_its_run_parks_and_a_long_run_continues_a
     deployment: Deployment,
 ) -> None:
     first, _ = deployment.instances
-    started = httpx.post(
+    started = fetch.post(
         f"{first.url}/agents/long/runs", json={"input": 10}, headers={"x-vercel-internal-request-id": "7"}, timeout=30
     )
     answered = time.monotonic()
@@ -431,19 +432,19 @@ def test_an_invocation_stays_open_until_its_run_parks_and_a_long_run_continues_a
 
 def test_the_cron_request_wakes_a_run_whose_instance_is_gone(deployment: Deployment) -> None:
     first, second = deployment.instances
-    run_id = httpx.post(f"{first.url}/agents/napper/runs", json={"input": "well"}, timeout=30).json()["id"]
+    run_id = fetch.post(f"{first.url}/agents/napper/runs", json={"input": "well"}, timeout=30).json()["id"]
     _wait_for(first.url, run_id, "sleeping")
     first.stop()  # the instance that armed a timer for it is gone (frozen, recycled)
     deployment.instances.remove(first)
     time.sleep(1.2)
     sweep = f"{second.url}/__agent-unit/sweep"
-    assert httpx.get(sweep, headers={"authorization": "Bearer wrong"}).status_code == 401
-    assert httpx.get(sweep).status_code == 401
-    woken = httpx.get(sweep, headers={"authorization": f"Bearer {CRON_SECRET}", "user-agent": "vercel-cron/1.0"})
+    assert fetch.get(sweep, headers={"authorization": "Bearer wrong"}).status_code == 401
+    assert fetch.get(sweep).status_code == 401
+    woken = fetch.get(sweep, headers={"authorization": f"Bearer {CRON_SECRET}", "user-agent": "vercel-cron/1.0"})
     assert woken.json() == {"woken": 1, "recovered": 0, "deleted": 0}, second.logs()
-    done = httpx.get(f"{second.url}/runs/{run_id}").json()
+    done = fetch.get(f"{second.url}/runs/{run_id}").json()
     assert done["status"] == "completed" and done["output"] == "rested well"
-    assert httpx.post(sweep, headers={"authorization": f"Bearer {SECRET}"}).status_code == 200  # ours works too
+    assert fetch.post(sweep, headers={"authorization": f"Bearer {SECRET}"}).status_code == 200  # ours works too
 
 
 # Run before the handler module: OpenTelemetry's SDK (this test's, after the function's own
@@ -480,7 +481,7 @@ def test_a_runs_spans_are_exported_before_its_invocation_ends(
     env = {"AGENT_UNIT_STORAGE": redis_url, "AGENT_UNIT_SECRET": SECRET, "REFUND_LEDGER": str(tmp_path / "ledger")}
     instance = Instance(ours / FUNCTION, function_python[0], env, prelude=prelude).start()
     try:
-        started = httpx.post(
+        started = fetch.post(
             f"{instance.url}/agents/refund/runs",
             json={"input": {"order_id": "o_1"}},
             headers={"x-vercel-internal-request-id": "9"},

@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.google_adk_server import USER, Started, built, message, project, refused, texts
 from . import test_preset_vercel
 from .test_preset_server_app import dockerfile
@@ -70,9 +70,9 @@ def test_a_moved_server_build_serves_adks_api_through_a_session_and_keeps_it_acr
     started: Started,
 ) -> None:
     url = started.url
-    assert httpx.get(f"{url}/list-apps").json() == ["helper"]
-    session = httpx.post(f"{url}/apps/helper/users/{USER}/sessions", json={"state": {"n": 1}}).json()
-    events = httpx.post(
+    assert fetch.get(f"{url}/list-apps").json() == ["helper"]
+    session = fetch.post(f"{url}/apps/helper/users/{USER}/sessions", json={"state": {"n": 1}}).json()
+    events = fetch.post(
         f"{url}/run",
         json={"app_name": "helper", "user_id": USER, "session_id": session["id"], "new_message": message("add")},
         timeout=60,
@@ -84,7 +84,7 @@ def test_a_moved_server_build_serves_adks_api_through_a_session_and_keeps_it_acr
     started.stop()  # the sessions are in a SQLite file in the working directory: a new process reads them
     assert (started.folder / ".agent-unit" / "adk-sessions.db").is_file()
     started.start()
-    again = httpx.get(f"{started.url}/apps/helper/users/{USER}/sessions/{session['id']}").json()
+    again = fetch.get(f"{started.url}/apps/helper/users/{USER}/sessions/{session['id']}").json()
     assert texts(again["events"]) == ["add", "the sum is 5"]
     assert again["state"] == {"n": 1}
 
@@ -98,23 +98,23 @@ def test_a_server_build_refuses_a_rebinding_host_and_a_foreign_pages_post_before
     sessions = f"{started.url}/apps/helper/users/visitor/sessions"  # a user no other test has
     rebound = {"host": "evil.example", "origin": "http://evil.example"}
     for method in ("GET", "POST"):
-        refused = httpx.request(method, sessions, json={}, headers=rebound)
+        refused = fetch.request(method, sessions, json={}, headers=rebound)
         assert refused.status_code == 421, refused.text
         assert refused.json()["error"]["code"] == "forbidden_host"
-    assert httpx.get(f"{started.url}/list-apps", headers={"host": "evil.example:80"}).status_code == 421
-    foreign = httpx.post(sessions, json={"state": {"by": "evil"}}, headers={"origin": "https://evil.example"})
+    assert fetch.get(f"{started.url}/list-apps", headers={"host": "evil.example:80"}).status_code == 421
+    foreign = fetch.post(sessions, json={"state": {"by": "evil"}}, headers={"origin": "https://evil.example"})
     assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "forbidden_origin"
     run = {"app_name": "helper", "user_id": "visitor", "session_id": "s1", "new_message": message("add")}
-    assert httpx.post(f"{started.url}/run", json=run, headers={"origin": "https://evil.example"}).status_code == 403
-    assert httpx.get(sessions).json() == []  # nothing was made
-    own = httpx.post(sessions, json={}, headers={"origin": started.url})  # the dev UI's own page
+    assert fetch.post(f"{started.url}/run", json=run, headers={"origin": "https://evil.example"}).status_code == 403
+    assert fetch.get(sessions).json() == []  # nothing was made
+    own = fetch.post(sessions, json={}, headers={"origin": started.url})  # the dev UI's own page
     assert own.status_code == 200, own.text
-    listed = httpx.get(sessions, headers={"host": "localhost"}).json()
+    listed = fetch.get(sessions, headers={"host": "localhost"}).json()
     assert [session["id"] for session in listed] == [own.json()["id"]]
 
 
 def test_web_true_serves_adks_dev_ui(started: Started) -> None:
-    page = httpx.get(f"{started.url}/dev-ui/", follow_redirects=True)
+    page = fetch.get(f"{started.url}/dev-ui/", follow_redirects=True)
     assert page.status_code == 200 and "<html" in page.text.lower()
 
 
@@ -138,9 +138,9 @@ def test_the_docker_images_cmd_run_locally_serves_adks_api_with_the_sessions_in_
     assert image["cmd"] == ["python", "main.py"]
     server = Started(workdir, tmp_path / "server.log", env=image["env"]).start()
     try:
-        session = httpx.post(f"{server.url}/apps/helper/users/{USER}/sessions", json={}).json()["id"]
+        session = fetch.post(f"{server.url}/apps/helper/users/{USER}/sessions", json={}).json()["id"]
         run = {"app_name": "helper", "user_id": USER, "session_id": session, "new_message": message("add")}
-        assert texts(httpx.post(f"{server.url}/run", json=run, timeout=60).json()) == ["the sum is 5"]
+        assert texts(fetch.post(f"{server.url}/run", json=run, timeout=60).json()) == ["the sum is 5"]
     finally:
         server.stop()
     assert (workdir / ".agent-unit" / "adk-sessions.db").is_file()  # where a volume keeps them

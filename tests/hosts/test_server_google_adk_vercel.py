@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.google_adk_server import USER, built, message, project, texts
 from ..support.servers import PostgresServer
 from . import test_preset_vercel
@@ -29,16 +29,16 @@ def test_a_vercel_instance_serves_adks_api_and_another_instance_reads_the_sessio
 
     first = Instance(folder, function_python[0], env).start()
     try:
-        session = httpx.post(f"{first.url}/apps/helper/users/{USER}/sessions", json={}).json()["id"]
+        session = fetch.post(f"{first.url}/apps/helper/users/{USER}/sessions", json={}).json()["id"]
         run = {"app_name": "helper", "user_id": USER, "session_id": session, "new_message": message("add")}
-        answered = httpx.post(f"{first.url}/run", json=run, timeout=60)
+        answered = fetch.post(f"{first.url}/run", json=run, timeout=60)
         assert answered.status_code == 200, first.logs()
         assert texts(answered.json()) == ["the sum is 5"]
     finally:
         first.stop()
     second = Instance(folder, function_python[0], env).start()  # a new instance: nothing kept in memory
     try:
-        read = httpx.get(f"{second.url}/apps/helper/users/{USER}/sessions/{session}").json()
+        read = fetch.get(f"{second.url}/apps/helper/users/{USER}/sessions/{session}").json()
         assert texts(read["events"]) == ["add", "the sum is 5"], second.logs()
     finally:
         second.stop()

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -24,6 +23,7 @@ from agent_unit.errors import BuildError, StoreConfigError
 from agent_unit_cli.build import storage_scheme
 from agent_unit_cli.main import app
 
+from ..support import fetch
 from ..support.server import free_port, wait_until_up
 
 FIXTURES = Path(__file__).resolve().parents[1] / "support" / "fixtures"
@@ -107,7 +107,7 @@ def test_a_built_server_vendors_the_named_driver_and_refuses_another_scheme_in_o
     server = subprocess.Popen([sys.executable, "-I", "-S", "main.py"], cwd=output, env=environment)
     try:
         wait_until_up(f"http://127.0.0.1:{port}")
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+        assert fetch.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
     finally:
         server.terminate()
         server.wait(timeout=20)

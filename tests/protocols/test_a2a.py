@@ -51,6 +51,7 @@ from starlette.routing import Mount
 
 from agent_unit import create_agent_unit
 
+from ..support import fetch
 from ..support.a2a_agents import AGENTS, echo
 from ..support.server import Server
 
@@ -110,7 +111,7 @@ async def a2a_client(
     """a2a-sdk's client for the agent at ``base_url``: the card resolved, the transport chosen from it."""
     async with contextlib.AsyncExitStack() as stack:
         if http is None:
-            http = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+            http = await stack.enter_async_context(fetch.AsyncClient(timeout=30))
         card = await A2ACardResolver(http, base_url).get_agent_card()
         client = ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(card)
         assert isinstance(client, BaseClient)

@@ -25,6 +25,7 @@ from pydantic import TypeAdapter
 from agent_unit import create_agent_unit
 from agent_unit.http.agui import Translator, usage_since
 
+from ..support import fetch
 from ..support.agui_agents import AGENTS, USAGE
 from ..support.server import Server
 
@@ -387,11 +388,11 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 def test_pause_restart_the_server_resume_over_ag_ui(server: Server) -> None:
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with fetch.Client(base_url=server.url, timeout=30) as http:
         first = http.post("/agents/refund/ag-ui", json=run_input('{"order_id": "o_1"}', thread="t-restart"))
         [interrupt] = agui(first)[-1]["outcome"]["interrupts"]
     server.restart()  # a new process over the same store: nothing of the pause is in memory
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with fetch.Client(base_url=server.url, timeout=30) as http:
         resumed = http.post(
             "/agents/refund/ag-ui",
             json=run_input(thread="t-restart", run="r2", resume=resolved(interrupt["id"], {"approved": True})),

@@ -19,6 +19,7 @@ import pytest
 from agent_unit import create_agent_unit
 from agent_unit.http.hostnames import HostNames, arrived_at_loopback, host_name
 
+from ..support import fetch
 from ..support.http_agents import AGENTS
 from ..support.server import Server
 
@@ -237,7 +238,7 @@ def server() -> Iterator[Server]:
 
 
 def test_a_server_bound_to_loopback_refuses_a_rebinding_host_on_every_route(server: Server) -> None:
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with fetch.Client(base_url=server.url, timeout=30) as http:
         parked = http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}}).json()["id"]
         attacker = f"attacker.example:{server.port}"
         for method, path, body in _attacks(parked):

@@ -18,6 +18,7 @@ from agent_unit import Run, RunStatus, create_agent_unit, define_agent
 from agent_unit.client import AgentClient, RunEvent, RunPage, RunRecord
 from agent_unit.errors import InvalidAnswer, NotInterrupted, RunNotFound
 
+from ..support import fetch
 from ..support.http_agents import AGENTS
 from ..support.sse import sse
 
@@ -205,7 +206,7 @@ async def test_authorize_hook_sees_action_and_run_and_guards_every_route() -> No
 
     app = create_agent_unit(AGENTS, store="memory://", authorize=authorize)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(
+    async with fetch.AsyncClient(
         transport=transport, base_url="http://unit", headers={"authorization": "Bearer user"}
     ) as user:
         mine = await user.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o"}, "thread_id": "t-user"})

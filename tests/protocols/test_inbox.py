@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Response, expect, sync_playwright
 from starlette.requests import Request
@@ -30,6 +29,7 @@ from agent_unit.http import create_inbox
 from agent_unit_cli.config import load_config
 from agent_unit_cli.main import app as cli
 
+from ..support import fetch
 from ..support.inbox_agents import AGENTS
 from ..support.server import ROOT, Server, free_port, wait_until_up
 from ..support.servers import missing
@@ -93,7 +93,7 @@ def start(server: Server, agent: str, input: Any, thread_id: str | None = None) 
     body: dict[str, Any] = {"input": input}
     if thread_id:
         body["thread_id"] = thread_id
-    response = httpx.post(f"{server.url}/agents/{agent}/runs?wait=1", json=body, timeout=30)
+    response = fetch.post(f"{server.url}/agents/{agent}/runs?wait=1", json=body, timeout=30)
     response.raise_for_status()
     return response.json()  # type: ignore[no-any-return]
 
@@ -103,11 +103,11 @@ def new_thread() -> str:
 
 
 def get_run(server: Server, run_id: str) -> dict[str, Any]:
-    return httpx.get(f"{server.url}/runs/{run_id}", timeout=10).json()  # type: ignore[no-any-return]
+    return fetch.get(f"{server.url}/runs/{run_id}", timeout=10).json()  # type: ignore[no-any-return]
 
 
 def last_seq(server: Server, run_id: str) -> int:
-    text = httpx.get(f"{server.url}/runs/{run_id}/events", timeout=10).text
+    text = fetch.get(f"{server.url}/runs/{run_id}/events", timeout=10).text
     return max(int(seq) for seq in re.findall(r"^id: (\d+)$", text, re.MULTILINE))
 
 
@@ -139,7 +139,7 @@ def test_a_paused_run_is_listed_first_answered_after_a_restart_and_seen_finishin
     paused = start(server, "refund", {"order_id": "o-1"}, thread_id=thread)
     assert paused["status"] == "interrupted"
     assert start(server, "chatty", 1, thread_id=thread)["status"] == "completed"
-    plain = httpx.get(f"{server.url}/runs", params={"thread_id": thread}).json()["runs"]
+    plain = fetch.get(f"{server.url}/runs", params={"thread_id": thread}).json()["runs"]
     assert [run["agent"] for run in plain] == ["chatty", "refund"]  # newest first, as the API lists them
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
@@ -279,7 +279,7 @@ def test_a_run_is_cancelled_then_deleted_from_its_page(server: Server, page: Pag
     assert get_run(server, run["id"])["status"] == "cancelled"
     page.get_by_role("button", name="Delete run").click()
     expect(page.get_by_role("heading", name="Runs")).to_be_focused()
-    assert httpx.get(f"{server.url}/runs/{run['id']}").status_code == 404
+    assert fetch.get(f"{server.url}/runs/{run['id']}").status_code == 404
 
 
 def test_on_a_phone_the_inbox_fits_the_screen(server: Server, browser: Browser) -> None:
@@ -314,13 +314,13 @@ def test_an_app_mounts_the_inbox_apart_from_the_api(tmp_path: Path, page: Page) 
     served = subprocess.Popen(command, env=env)
     try:
         wait_until_up(f"{url}/api/ai")
-        run = httpx.post(f"{url}/api/ai/agents/refund/runs?wait=1", json={"input": {"order_id": "o-4"}}).json()
+        run = fetch.post(f"{url}/api/ai/agents/refund/runs?wait=1", json={"input": {"order_id": "o-4"}}).json()
         page.goto(f"{url}/agents")  # redirected to /agents/, so the page's own files resolve
         page.get_by_role("link", name="refund: approve-refund").click()
         page.get_by_label("Approved").check()
         page.get_by_role("button", name="Send answer").click()
         expect(page.get_by_role("list", name="Events")).to_contain_text("RUN_FINISHED")
-        assert httpx.get(f"{url}/api/ai/runs/{run['id']}").json()["output"] == "refunded"
+        assert fetch.get(f"{url}/api/ai/runs/{run['id']}").json()["output"] == "refunded"
     finally:
         page.close()
         served.terminate()
@@ -384,7 +384,7 @@ def test_dev_serves_the_inbox_and_prints_its_url(tmp_path: Path) -> None:
     dev = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     try:
         wait_until_up(f"http://127.0.0.1:{port}/api")
-        inbox = httpx.get(f"http://127.0.0.1:{port}/api/ui/")
+        inbox = fetch.get(f"http://127.0.0.1:{port}/api/ui/")
         assert inbox.status_code == 200 and "app.js" in inbox.text
     finally:
         dev.terminate()
@@ -407,7 +407,7 @@ def test_a_build_serves_the_inbox_only_when_the_config_turns_it_on(tmp_path: Pat
         )
         try:
             wait_until_up(f"http://127.0.0.1:{port}")
-            assert httpx.get(f"http://127.0.0.1:{port}/ui/").status_code == status, config
+            assert fetch.get(f"http://127.0.0.1:{port}/ui/").status_code == status, config
         finally:
             server.terminate()
             server.wait(timeout=20)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from ..support import fetch
 from ..support.server import Server
 from .test_inbox import browser, get_run, page, start  # noqa: F401 - the inbox tests' Chromium fixtures
 
@@ -52,5 +52,5 @@ def test_a_failed_run_is_retried_from_its_failed_step_with_the_button(server: Se
     expect(page.get_by_role("button", name="Retry from the failed step")).to_have_count(0)
     done = get_run(server, run["id"])
     assert done["output"] == "fetched" and done["attempt"] == 2
-    retried = httpx.get(f"{server.url}/runs/{run['id']}/events", timeout=10).text
+    retried = fetch.get(f"{server.url}/runs/{run['id']}/events", timeout=10).text
     assert retried.count('"stepName":"prepare"') == 2  # STEP_STARTED and STEP_FINISHED once: not run again

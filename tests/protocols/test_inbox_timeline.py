@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
@@ -29,6 +28,7 @@ from agent_unit.ids import new_id
 from agent_unit.records import RunRecord, RunStatus
 from agent_unit.stores.sqlite import SQLiteStore
 
+from ..support import fetch
 from ..support.crash import start_and_kill
 from ..support.inbox_agents import AGENTS
 from ..support.server import Server
@@ -99,7 +99,7 @@ def page(browser: Browser) -> Iterator[Page]:
 
 def start(server: Server, agent: str, input: Any, *, wait: bool = True, thread_id: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"input": input, **({"thread_id": thread_id} if thread_id else {})}
-    response = httpx.post(f"{server.url}/agents/{agent}/runs{'?wait=1' if wait else ''}", json=body, timeout=30)
+    response = fetch.post(f"{server.url}/agents/{agent}/runs{'?wait=1' if wait else ''}", json=body, timeout=30)
     response.raise_for_status()
     return response.json()  # type: ignore[no-any-return]
 
@@ -328,7 +328,7 @@ def test_the_first_page_of_10000_runs_is_read_from_an_index_and_the_list_pages_w
     # How fast is measured apart, never by a timed assertion here: this proves the shape that keeps it fast.
     for status in (None, "completed"):
         query = f"?status={status}" if status else ""
-        first = httpx.get(f"{server.url}/runs{query}", timeout=10).json()
+        first = fetch.get(f"{server.url}/runs{query}", timeout=10).json()
         assert len(first["runs"]) == 50 and first["next_cursor"]
     with sqlite3.connect(db) as connection:  # the list's queries walk an index, not the table
         for where in ("", "WHERE status = 'completed' AND id < 'run_~' ", "WHERE agent = 'chatty' "):
@@ -342,7 +342,7 @@ def test_the_first_page_of_10000_runs_is_read_from_an_index_and_the_list_pages_w
         params: dict[str, str | int] = {"agent": SEEDED_AGENT, "thread_id": SEEDED_THREAD, "limit": 200}
         if cursor:
             params["cursor"] = cursor
-        listed = httpx.get(f"{server.url}/runs", params=params, timeout=10).json()
+        listed = fetch.get(f"{server.url}/runs", params=params, timeout=10).json()
         seen += len(listed["runs"])
         cursor = listed["next_cursor"]
         if not cursor:
@@ -367,7 +367,7 @@ def test_new_runs_and_status_changes_appear_in_the_list_without_a_reload(server:
     second = start(server, "chatty", 1, thread_id=thread)
     expect(runs).to_have_count(2)
     expect(runs.nth(1)).to_contain_text(second["id"])  # below the one waiting for an answer
-    httpx.post(f"{server.url}/runs/{first['id']}/resume", json={"answer": {"approved": True}}, timeout=10)
+    fetch.post(f"{server.url}/runs/{first['id']}/resume", json={"answer": {"approved": True}}, timeout=10)
     expect(runs.first.locator(".badge")).to_have_text("completed")
     expect(page.get_by_role("status")).to_contain_text("0 waiting for an answer")
 

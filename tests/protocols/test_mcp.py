@@ -31,6 +31,7 @@ from agent_unit import create_agent_unit
 from agent_unit.errors import Unauthorized
 from agent_unit.http.mcp import RESUME_TOOL, tool_input_schema
 
+from ..support import fetch
 from ..support.mcp_agents import AGENTS
 from ..support.server import Server
 
@@ -96,7 +97,7 @@ async def test_the_official_client_lists_calls_pauses_and_resumes(server: Server
         assert not done.is_error and text(done) == "refunded"
         assert done.meta is not None and done.meta["agent-unit/run_id"] == pending["run_id"]
 
-    async with httpx.AsyncClient(base_url=server.url) as http:
+    async with fetch.AsyncClient(base_url=server.url) as http:
         record = (await http.get(f"/runs/{pending['run_id']}")).json()
     assert record["status"] == "completed" and record["output"] == "refunded"
 

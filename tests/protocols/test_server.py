@@ -8,11 +8,11 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agent_unit.client import AgentClient, RunEvent, SyncAgentClient
 
+from ..support import fetch
 from ..support.server import Server
 from .test_http import BAD
 
@@ -71,7 +71,7 @@ async def test_a_stream_dropped_by_a_server_restart_yields_every_event_once(serv
 def test_bad_requests_over_the_real_server_change_nothing(tmp_path: Path) -> None:
     server = Server(f"sqlite:///{tmp_path / 'runs.db'}", env={"AGENT_UNIT_SECRET": "s3cret"}).start()
     try:
-        with httpx.Client(base_url=server.url) as http:
+        with fetch.Client(base_url=server.url) as http:
             parked = http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "o_1"}}).json()
             for what, method, path, kwargs, status, code in BAD:
                 response = http.request(method, path, **kwargs)
@@ -89,7 +89,7 @@ def test_idle_streams_get_keep_alive_comments_that_clients_skip(server: Server) 
         run_id = next(iter(agents.run("refund", {"order_id": "o_1"}))).data["runId"]
         lines: list[str] = []
         with (
-            httpx.Client(base_url=server.url, timeout=5) as http,
+            fetch.Client(base_url=server.url, timeout=5) as http,
             http.stream("GET", f"/runs/{run_id}/events?follow=1&after=4") as response,
         ):
             for line in response.iter_lines():  # the run is parked: nothing but keep-alives comes
@@ -113,7 +113,7 @@ def test_a_client_that_disconnects_mid_body_costs_no_traceback_in_the_log(tmp_pa
                 )
                 raw.sendall(head.encode() + b'{"input": {"order_id": "o_')  # and the client goes away
         time.sleep(0.5)
-        assert httpx.get(f"{server.url}/runs").json()["runs"] == []  # still serving; nothing started
+        assert fetch.get(f"{server.url}/runs").json()["runs"] == []  # still serving; nothing started
     finally:
         server.stop()
     text = log.read_text()

@@ -22,6 +22,7 @@ from agent_unit import create_agent_unit
 from agent_unit.errors import StoreConfigError
 from agent_unit.stores import open_store
 
+from ..support import fetch
 from ..support.http_agents import AGENTS
 from ..support.server import Server, free_port
 from ..support.servers import RedisServer
@@ -48,7 +49,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
 
 def client(url: str) -> httpx.AsyncClient:
     """As many connections as the test opens, and a timeout far beyond any wait of the store."""
-    return httpx.AsyncClient(base_url=url, limits=httpx.Limits(max_connections=None), timeout=120)
+    return fetch.AsyncClient(base_url=url, limits=httpx.Limits(max_connections=None), timeout=120)
 
 
 def in_use(app: Any) -> int:

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import pytest
 
+from ..support import fetch
 from ..support.server import Server
 
 pytestmark = pytest.mark.slow  # starts real servers in subprocesses: left out of `make check`
@@ -54,7 +54,7 @@ def _events(url: str, run_id: str, *, follow: bool = False, until: str = "RUN_FI
     """Read the SSE stream of a run until an event of type ``until``; each event gets its arrival time."""
     found: list[dict[str, object]] = []
     query = "?follow=1" if follow else ""
-    with httpx.stream("GET", f"{url}/runs/{run_id}/events{query}", timeout=30) as response:
+    with fetch.stream("GET", f"{url}/runs/{run_id}/events{query}", timeout=30) as response:
         for line in response.iter_lines():
             if line.startswith("data:"):
                 event = json.loads(line[5:])
@@ -67,29 +67,29 @@ def _events(url: str, run_id: str, *, follow: bool = False, until: str = "RUN_FI
 
 def test_a_run_started_on_a_is_streamed_and_resumed_through_b(pair: tuple[Server, Server, Path]) -> None:
     a, b, effects = pair
-    parked = httpx.post(f"{a.url}/agents/approval/runs?wait=1", json={"input": 7}, timeout=30).json()
+    parked = fetch.post(f"{a.url}/agents/approval/runs?wait=1", json={"input": 7}, timeout=30).json()
     assert parked["status"] == "interrupted"
     with ThreadPoolExecutor(1) as pool:
         stream = pool.submit(_events, b.url, parked["id"], follow=True)
         time.sleep(0.3)  # the reader on B is waiting
-        done = httpx.post(f"{b.url}/runs/{parked['id']}/resume?wait=1", json={"answer": "yes"}, timeout=30).json()
+        done = fetch.post(f"{b.url}/runs/{parked['id']}/resume?wait=1", json={"answer": "yes"}, timeout=30).json()
         seen = [event["type"] for event in stream.result(timeout=30)]
     assert done["status"] == "completed" and done["output"] == "approved yes"
     assert seen == ["RUN_STARTED", "RUN_INTERRUPTED", "RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "RUN_FINISHED"]
-    assert httpx.get(f"{a.url}/runs/{parked['id']}").json()["status"] == "completed"
+    assert fetch.get(f"{a.url}/runs/{parked['id']}").json()["status"] == "completed"
     assert effects.read_text().splitlines() == [f"after-approval {parked['id']}"]
 
 
 def test_a_and_b_resuming_the_same_run_at_once_exactly_one_wins(pair: tuple[Server, Server, Path]) -> None:
     a, b, effects = pair
     run_ids = [
-        httpx.post(f"{a.url}/agents/approval/runs?wait=1", json={"input": i}, timeout=30).json()["id"]
+        fetch.post(f"{a.url}/agents/approval/runs?wait=1", json={"input": i}, timeout=30).json()["id"]
         for i in range(ROUNDS)
     ]
     barrier = threading.Barrier(2)
 
     def resume(url: str, run_id: str) -> int:
-        with httpx.Client(timeout=30) as client:
+        with fetch.Client(timeout=30) as client:
             barrier.wait()
             return client.post(f"{url}/runs/{run_id}/resume?wait=1", json={"answer": "yes"}).status_code
 
@@ -105,13 +105,13 @@ def test_a_and_b_resuming_the_same_run_at_once_exactly_one_wins(pair: tuple[Serv
 
 def test_a_server_killed_mid_step_is_recovered_by_the_other(pair: tuple[Server, Server, Path], tmp_path: Path) -> None:
     a, b, effects = pair
-    run_id = httpx.post(f"{a.url}/agents/crashable/runs", json={"input": None}, timeout=30).json()["id"]
+    run_id = fetch.post(f"{a.url}/agents/crashable/runs", json={"input": None}, timeout=30).json()["id"]
     deadline = time.monotonic() + 30
     while not (tmp_path / "marker").exists():
         assert time.monotonic() < deadline, "A never reached step two"
         time.sleep(0.02)
     a.stop(signal.SIGKILL)
-    while (record := httpx.get(f"{b.url}/runs/{run_id}").json())["status"] != "completed":
+    while (record := fetch.get(f"{b.url}/runs/{run_id}").json())["status"] != "completed":
         assert time.monotonic() < deadline + 30, record
         time.sleep(0.1)
     assert record["output"] == "charged" and record["attempt"] == 2
@@ -122,7 +122,7 @@ def test_a_server_killed_mid_step_is_recovered_by_the_other(pair: tuple[Server, 
 
 def test_a_reader_on_b_sees_events_written_by_a_without_polling(pair: tuple[Server, Server, Path]) -> None:
     a, b, _ = pair
-    started = httpx.post(f"{a.url}/agents/ticker/runs", json={"input": 30}, timeout=30).json()
+    started = fetch.post(f"{a.url}/agents/ticker/runs", json={"input": 30}, timeout=30).json()
     remote = _events(b.url, started["id"], follow=True)
     local = _events(a.url, started["id"])  # the whole stream again, from A's own store handle
     ticks = [event for event in remote if event["type"] == "CUSTOM"]
@@ -202,7 +202,7 @@ def test_a_peer_recovers_a_run_when_its_lease_lapses_not_at_its_next_sweep(share
     a = Server(shared_url, env=a_env).start()
     try:
         time.sleep(1)  # the run starts after B's first sweep, so B has not seen it then
-        run_id = httpx.post(f"{a.url}/agents/crashable/runs", json={"input": None}, timeout=30).json()["id"]
+        run_id = fetch.post(f"{a.url}/agents/crashable/runs", json={"input": None}, timeout=30).json()["id"]
         deadline = time.monotonic() + 30
         while not marker.exists():
             assert time.monotonic() < deadline, "A never reached step two"
@@ -210,7 +210,7 @@ def test_a_peer_recovers_a_run_when_its_lease_lapses_not_at_its_next_sweep(share
         time.sleep(lease)  # A renews its lease meanwhile: B must follow the renewals
         a.stop(signal.SIGKILL)
         killed = time.monotonic()
-        while (record := httpx.get(f"{b.url}/runs/{run_id}").json())["status"] != "completed":
+        while (record := fetch.get(f"{b.url}/runs/{run_id}").json())["status"] != "completed":
             assert time.monotonic() - killed < lease + 3, f"B did not recover the run when its lease lapsed: {record}"
             time.sleep(0.05)
     finally:

@@ -21,6 +21,7 @@ import pytest
 from agent_unit import create_agent_unit
 from agent_unit.errors import StoreUnavailable
 
+from ..support import fetch
 from ..support.http_agents import AGENTS
 from ..support.server import Server
 from ..support.servers import PostgresServer, RedisServer
@@ -107,9 +108,9 @@ def test_an_event_stream_whose_store_goes_away_ends_cleanly_and_can_be_resumed(k
     store = RedisServer().start(keep_data=tmp_path) if kind == "redis" else PostgresServer().start()
     server = Server(store.url, env={"TEST_AGENTS": "tests.support.process_agents:AGENTS"}).start()
     try:
-        run_id = httpx.post(f"{server.url}/agents/approval/runs?wait=1", json={"input": 1}).json()["id"]
+        run_id = fetch.post(f"{server.url}/agents/approval/runs?wait=1", json={"input": 1}).json()["id"]
         lines: list[str] = []
-        with httpx.stream("GET", f"{server.url}/runs/{run_id}/events?follow=1", timeout=30) as stream:
+        with fetch.stream("GET", f"{server.url}/runs/{run_id}/events?follow=1", timeout=30) as stream:
             for line in stream.iter_lines():  # a cut chunked body would raise here
                 lines.append(line)
                 if line.startswith("data:") and "RUN_INTERRUPTED" in line:
@@ -119,7 +120,7 @@ def test_an_event_stream_whose_store_goes_away_ends_cleanly_and_can_be_resumed(k
         assert lines[-3:] == [": the stream was interrupted: reconnect with Last-Event-ID", "retry: 1000", ""]
 
         store.start()  # back: the client reconnects where it stopped, with nothing missed or repeated
-        again = httpx.get(f"{server.url}/runs/{run_id}/events", headers={"last-event-id": last_id}, timeout=30)
+        again = fetch.get(f"{server.url}/runs/{run_id}/events", headers={"last-event-id": last_id}, timeout=30)
         assert again.status_code == 200 and "data:" not in again.text
     finally:
         server.stop()

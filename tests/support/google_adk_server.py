@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from . import fetch
 from .server import free_port
 
 AGENT = '''from google.adk.agents import Agent
@@ -99,7 +100,7 @@ class Started:
             )
         for _ in range(600):
             try:
-                if httpx.get(f"{self.url}/list-apps", timeout=1).status_code == 200:
+                if fetch.get(f"{self.url}/list-apps", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass

@@ -15,7 +15,9 @@ import httpx
 
 from agent_unit import Run, RunEngine, create_agent_unit, define_agent
 
-from . import otel_spans  # noqa: F401 - configures telemetry from SPANS_FILE
+from . import (
+    otel_spans,  # noqa: F401 - configures telemetry from SPANS_FILE
+)
 
 
 @define_agent

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from . import fetch
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,7 +28,7 @@ def wait_until_up(url: str, timeout: float = 30) -> dict[str, object]:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return httpx.get(f"{url}/agents", timeout=1).json()  # type: ignore[no-any-return]
+            return fetch.get(f"{url}/agents", timeout=1).json()  # type: ignore[no-any-return]
         except httpx.HTTPError:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no server answered at {url}") from None

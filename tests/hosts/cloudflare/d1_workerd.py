@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from ...support import fetch
 from .d1_sim import D1Error, JsProxy
 from .npm import wrangler_folder
 
@@ -58,7 +59,7 @@ def workerd_d1() -> Iterator[str]:
 
 def reset(url: str) -> None:
     """Drop the store's tables: each test starts on an empty database."""
-    httpx.post(url + "reset", timeout=30).raise_for_status()
+    fetch.post(url + "reset", timeout=30).raise_for_status()
 
 
 class Statement:
@@ -107,7 +108,7 @@ class WorkerdD1:
         loop = asyncio.get_running_loop()
         client = self.clients.get(loop)
         if client is None:
-            client = self.clients[loop] = httpx.AsyncClient(timeout=30)
+            client = self.clients[loop] = fetch.AsyncClient(timeout=30)
         response = await client.post(self.url + kind, json={"statements": [item.item() for item in statements]})
         found = response.json()
         if response.status_code != 200:

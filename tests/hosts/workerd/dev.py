@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from ...support import fetch
 from .runtime import Toolchain, for_dev, python_modules
 
 SECRET = "s3cret"
@@ -91,7 +92,7 @@ class WranglerDev:
         began = time.monotonic()  # the first request after the start: it loads Pyodide and the entry
         while True:
             try:
-                httpx.get(self.url + "/healthz", timeout=180)
+                fetch.get(self.url + "/healthz", timeout=180)
                 break
             except httpx.TransportError:
                 if self.process.poll() is not None or time.monotonic() > began + 180:
@@ -125,4 +126,4 @@ class WranglerDev:
         self.start()
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+        return fetch.Client(base_url=self.url, timeout=60, **kwargs)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from agent_unit.client import SyncAgentClient
 
+from ...support import fetch
 from .conftest import eventually, served
 from .dev import WranglerDev
 from .ledger import Ledger
@@ -46,7 +46,7 @@ def test_the_cron_triggers_sweep_wakes_a_sleeping_run_on_d1(worker: WranglerDev,
         started = client.start("sleeper", "d1-cat", wait=True)
         assert started.status == "sleeping"
         cron = worker.config["triggers"]["crons"][0]
-        with httpx.Client(base_url=worker.url, timeout=120) as http:
+        with fetch.Client(base_url=worker.url, timeout=120) as http:
 
             def swept() -> bool:
                 http.get("/cdn-cgi/local/scheduled", params={"cron": cron})

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-import httpx
 import pytest
 
 from agent_unit.client import SyncAgentClient
 
+from ...support import fetch
 from .conftest import eventually, served
 from .dev import WranglerDev
 from .ledger import Ledger
@@ -39,7 +39,7 @@ def test_a_refund_parks_survives_a_restart_of_wrangler_dev_and_charges_exactly_o
         assert client.get(run_id).status == "completed"
     charges = ledger.made("/charge")
     assert len(charges) == 1 and charges[0]["order_id"] == "o-1", ledger.calls
-    with httpx.Client(base_url=worker.url, timeout=60) as http:
+    with fetch.Client(base_url=worker.url, timeout=60) as http:
         again = http.post(f"/runs/{run_id}/resume", json={"answer": {"approved": True}})
         assert again.status_code == 409, again.text
     assert len(ledger.made("/charge")) == 1
@@ -72,7 +72,7 @@ def test_sse_resumes_after_last_event_id_with_only_the_later_events(worker: Wran
         events = list(client.run("refund", {"order_id": "sse"}))
     run_id = events[-1].data["runId"]
     middle = events[len(events) // 2].seq
-    with httpx.Client(base_url=worker.url, timeout=60) as http:
+    with fetch.Client(base_url=worker.url, timeout=60) as http:
         again = http.get(
             f"/runs/{run_id}/events", headers={"accept": "text/event-stream", "last-event-id": str(middle)}
         )
@@ -89,7 +89,7 @@ def test_the_run_list_the_inbox_reads_shows_parked_runs(worker: WranglerDev) -> 
 
 
 def test_a2a_and_ag_ui_each_start_a_run_through_one_request(worker: WranglerDev) -> None:
-    with httpx.Client(base_url=worker.url, timeout=120) as http:
+    with fetch.Client(base_url=worker.url, timeout=120) as http:
         message = {"messageId": "m-a2a", "role": "ROLE_USER", "parts": [{"data": {"order_id": "a2a"}}]}
         message["metadata"] = {"skill": "refund"}
         a2a = http.post(
@@ -107,7 +107,7 @@ def test_a2a_and_ag_ui_each_start_a_run_through_one_request(worker: WranglerDev)
 
 def test_a_cron_triggers_task_runs_once_for_a_tick_delivered_twice(worker: WranglerDev, ledger: Ledger) -> None:
     tick = "/cdn-cgi/local/scheduled?cron=0+8+*+*+*&time=1796112000000"
-    with httpx.Client(base_url=worker.url, timeout=60) as http:
+    with fetch.Client(base_url=worker.url, timeout=60) as http:
         for _ in range(2):
             assert http.get(tick).status_code == 200
     eventually(lambda: len(ledger.made("/digest")) >= 1)
@@ -118,7 +118,7 @@ def test_the_cold_start_of_the_worker_and_of_a_run_object_is_measured(
     worker: WranglerDev, record_property: Callable[[str, object], None]
 ) -> None:
     began = time.monotonic()
-    with httpx.Client(base_url=worker.url, timeout=120) as http:  # a new run: a new Durable Object's first request
+    with fetch.Client(base_url=worker.url, timeout=120) as http:  # a new run: a new Durable Object's first request
         assert http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "cold"}}).status_code == 200
     first_object = time.monotonic() - began
     record_property("worker_first_request_seconds", [round(seconds, 2) for seconds in worker.cold_start])

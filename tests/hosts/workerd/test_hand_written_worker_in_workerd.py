@@ -6,11 +6,11 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 import agent_unit
 
+from ...support import fetch
 from .conftest import PROJECTS
 from .dev import WranglerDev
 from .runtime import toolchain
@@ -33,7 +33,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WranglerDev]:
 
 
 def test_a_hand_written_worker_runs_the_refund_flow_on_durable_objects(worker: WranglerDev) -> None:
-    with httpx.Client(base_url=worker.url, timeout=120) as http:
+    with fetch.Client(base_url=worker.url, timeout=120) as http:
         started = http.post("/agents/refund/runs?wait=1", json={"input": {"order_id": "h1"}}).json()
         assert started["status"] == "interrupted", started
         done = http.post(f"/runs/{started['id']}/resume?wait=1", json={"answer": {"approved": True}}).json()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
+from ...support import fetch
 from .conftest import eventually, served
 from .dev import WranglerDev
 from .ledger import Ledger
@@ -25,7 +25,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory, ledger: Ledger) -> Iterator
 def test_wait_until_work_finishes_after_the_response_with_no_uncaught_error(
     worker: WranglerDev, ledger: Ledger
 ) -> None:
-    response = httpx.post(worker.url + "/later", timeout=60)
+    response = fetch.post(worker.url + "/later", timeout=60)
     assert response.json() == {"accepted": True}
     assert ledger.made("/later") == []  # the work sleeps past the response
     eventually(lambda: len(ledger.made("/later")) == 1)
@@ -33,15 +33,15 @@ def test_wait_until_work_finishes_after_the_response_with_no_uncaught_error(
 
 
 def test_agent_unit_env_reads_a_wrangler_var_and_a_dev_vars_secret(worker: WranglerDev) -> None:
-    body = httpx.get(worker.url + "/settings", timeout=60).json()
+    body = fetch.get(worker.url + "/settings", timeout=60).json()
     assert body == {"greeting": "hello from wrangler.jsonc", "token": "tok-123", "missing": False}
 
 
 def test_a_foreign_pages_post_is_refused_before_your_app_sees_it(worker: WranglerDev, ledger: Ledger) -> None:
     """Workers route by Host (any Host is the Worker's own), but the Origin check stands in front of your app."""
     before = len(ledger.made("/later"))
-    refused = httpx.post(worker.url + "/later", headers={"origin": "https://evil.example"}, timeout=60)
+    refused = fetch.post(worker.url + "/later", headers={"origin": "https://evil.example"}, timeout=60)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden_origin", refused.text
-    own = httpx.post(worker.url + "/later", headers={"origin": worker.url}, timeout=60)  # a page it serves itself
+    own = fetch.post(worker.url + "/later", headers={"origin": worker.url}, timeout=60)  # a page it serves itself
     assert own.json() == {"accepted": True}
     eventually(lambda: len(ledger.made("/later")) == before + 1)
