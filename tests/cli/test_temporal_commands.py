@@ -97,7 +97,7 @@ def test_dev_serves_the_app_and_a_temporal_worker_in_one_process(
             time.sleep(0.1)
     finally:
         worker.send_signal(signal.SIGINT)
-        worker.wait(timeout=30)
+        worker.wait(timeout=90)
 
 
 def test_the_worker_command_executes_the_runs_an_http_only_server_starts(
@@ -117,4 +117,4 @@ def test_the_worker_command_executes_the_runs_an_http_only_server_starts(
     finally:
         server.stop(signal.SIGKILL)
         worker.send_signal(signal.SIGINT)
-        assert worker.wait(timeout=30) == 0  # Ctrl-C ends the worker quietly
+        assert worker.wait(timeout=90) == 0  # Ctrl-C ends the worker quietly

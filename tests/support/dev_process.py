@@ -48,11 +48,11 @@ class DevProcess:
         return self
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
-        """Signal dev and wait for it to end (SIGKILL if it has not within 30 s); its exit status."""
+        """Signal dev and wait for it to end (SIGKILL if it has not within 90 s); its exit status."""
         if self.process.poll() is None:
             self.process.send_signal(sig)
         try:
-            return self.process.wait(timeout=30)
+            return self.process.wait(timeout=90)
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait()
