@@ -52,12 +52,13 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     import httpx
 
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/agents", timeout=1)
-            return server
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    with httpx.Client(timeout=1) as http:
+        while time.monotonic() < deadline:
+            try:
+                http.get(f"http://127.0.0.1:{port}/agents")
+                return server
+            except httpx.HTTPError:
+                time.sleep(0.1)
     server.kill()
     raise SystemExit("error: the built server did not start")
 
