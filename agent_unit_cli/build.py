@@ -14,7 +14,7 @@ import re
 import shutil
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,14 +46,16 @@ RUNTIME_REQUIREMENTS = ("pydantic", "starlette", "jsonschema", "uvicorn", "ag-ui
 STORE_DRIVERS = {"redis": "redis", "rediss": "redis", "valkey": "redis", "valkeys": "redis", "dynamodb": "boto3"}
 STORE_DRIVERS |= {"postgres": "psycopg[binary]", "postgresql": "psycopg[binary]"}
 """The driver a built app needs for its storage URL's scheme (pinned to the version installed here)."""
-SCHEMES = {"memory", "sqlite", "d1", *STORE_DRIVERS}
+SCHEMES = {"memory", "sqlite", *STORE_DRIVERS}
+"""The storage schemes every Python host can reach; a preset adds those of its platform (``Preset.own_stores``)."""
 DRIVER_MODULES = {"redis": "redis", "psycopg[binary]": "psycopg", "boto3": "boto3"}
 """The module each driver is imported as: a built app imports it at its first connection, the check at once."""
 _LEADING_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def storage_scheme(storage: str, provider: str | None = None) -> str:
-    """The storage URL's scheme: it says which driver the build vendors.
+def storage_scheme(storage: str, provider: str | None = None, own: Collection[str] = ()) -> str:
+    """The storage URL's scheme: it says which driver the build vendors. ``own`` are the schemes
+    the presets reach themselves (their ``own_stores``), known besides :data:`SCHEMES`.
 
     ``${NAME}`` stands for a secret and expands where the app runs. When it hides the scheme
     (``storage = "${DATABASE_URL}"``) the build reads ``NAME`` now; unset (a CI build has no
@@ -73,7 +75,7 @@ def storage_scheme(storage: str, provider: str | None = None) -> str:
                 f'name the store beside the URL, storage = {{ provider = "postgres", url = "{storage}" }} '
                 f"(or redis, dynamodb, sqlite), or set {name} when you build"
             )
-        scheme = storage_scheme(value + storage[leading.end() :])
+        scheme = storage_scheme(value + storage[leading.end() :], own=own)
         if provider is not None and store_kind(scheme) != store_kind(provider):
             raise BuildError(
                 f'storage = {{ provider = "{provider}", ... }} but {name} is a {scheme}:// URL: '
@@ -81,7 +83,7 @@ def storage_scheme(storage: str, provider: str | None = None) -> str:
             )
         return scheme
     scheme = storage.split(":", 1)[0].lower() if ":" in storage else ""
-    if scheme not in SCHEMES:
+    if scheme not in SCHEMES and scheme not in own:
         raise BuildError(
             f'storage = "{storage}": unknown scheme {scheme!r}: use memory://, sqlite:///path.db, '
             "redis://host:6379, postgres://user@host/db or dynamodb://table?region=..."
@@ -419,7 +421,8 @@ def build(
         config = config.model_copy(update={"server": generated.reference, "allowed_origins": origins})
     storage = config.storage_url or DEFAULT_STORE_URL
     # a host that runs no Python: its backend, built with another preset, opens the store
-    scheme = storage_scheme(storage, config.storage_provider) if chosen.python_app else ""
+    owned = {scheme for other in known.values() for scheme in other.own_stores}
+    scheme = storage_scheme(storage, config.storage_provider, owned) if chosen.python_app else ""
     for other in known.values():  # a store only another host reaches (a binding of its platform)
         if other is not chosen and scheme in other.own_stores:
             raise BuildError(

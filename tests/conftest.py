@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_unit.hosts.cloudflare.d1_store import D1Store
 from agent_unit.stores import Store, open_store
-from agent_unit.stores.d1 import D1Store
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 

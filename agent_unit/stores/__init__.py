@@ -115,7 +115,8 @@ def open_store(url: str | None = None) -> Store:
     if scheme == "d1":
         raise StoreConfigError(
             f"{url} is a Cloudflare D1 binding, which only a Worker has: build with --preset cloudflare, "
-            "whose Worker opens it from its env (D1Store(env.BINDING) in a Worker of your own)"
+            "whose Worker opens it from its env (in a Worker of your own: "
+            "agent_unit.hosts.cloudflare.d1_store.D1Store(env.BINDING))"
         )
     raise StoreConfigError(
         f"unknown store URL scheme {scheme!r}: use memory://, sqlite:///path.db, redis://host:6379, "

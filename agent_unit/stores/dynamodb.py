@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 
 from ..errors import ItemTooLarge, LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import check_text, run_from_row, run_row, value_error
-from ._url import options, unavailable
 from .protocol import TICK_MEMORY
+from .rows import check_text, run_from_row, run_row, value_error
+from .urls import options, unavailable
 
 __all__ = ["DynamoDBStore"]
 ITEM_LIMIT = 380_000

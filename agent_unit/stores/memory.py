@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import LeaseLost, RunConflict, RunNotFound
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import check_text, check_writes, run_row
 from .protocol import TICK_MEMORY
+from .rows import check_text, check_writes, run_row
 
 __all__ = ["MemoryStore"]
 

@@ -24,11 +24,11 @@ from typing import Any
 
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import RUN_COLUMNS, VALUE_ERRORS, journal_from_row, list_filter, run_from_row, run_row, value_error
 from ._listen import HEARING, Listener
 from ._pg_pool import Connections
-from ._url import number, options, safe_url, unavailable, unreachable
 from .protocol import TICK_MEMORY
+from .rows import RUN_COLUMNS, VALUE_ERRORS, journal_from_row, list_filter, run_from_row, run_row, value_error
+from .urls import number, options, safe_url, unavailable, unreachable
 
 __all__ = ["PostgresStore"]
 

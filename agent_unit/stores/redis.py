@@ -30,10 +30,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import VALUE_ERRORS, run_from_row, run_row, value_error
 from ._listen import HEARING, Listener
-from ._url import number, options, safe_url, seconds, unavailable, unreachable
 from .protocol import TICK_MEMORY
+from .rows import VALUE_ERRORS, run_from_row, run_row, value_error
+from .urls import number, options, safe_url, seconds, unavailable, unreachable
 
 __all__ = ["RedisStore"]
 

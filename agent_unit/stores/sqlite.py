@@ -29,7 +29,8 @@ from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, Stor
 from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from . import DEFAULT_STORE_PATH
 from ._checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, THREADS, WalCheckpointer
-from ._codec import (
+from .protocol import TICK_MEMORY
+from .rows import (
     RUN_COLUMNS,
     VALUE_ERRORS,
     journal_from_row,
@@ -39,8 +40,7 @@ from ._codec import (
     run_row,
     value_error,
 )
-from ._url import number, options, unavailable
-from .protocol import TICK_MEMORY
+from .urls import number, options, unavailable
 
 __all__ = ["SQLiteStore"]
 

@@ -4,7 +4,8 @@ Workers run Python on Pyodide and install its packages themselves: ``pywrangler`
 ``workers-py``) reads the output's ``pyproject.toml`` and vendors each package from PyPI or
 Pyodide's own index before it deploys, so only pure-Python packages and ones Pyodide builds can
 run there. The build copies the project and the runtime into ``src/`` beside ``src/entry.py``
-and lists the rest in ``pyproject.toml``.
+and lists the rest in ``pyproject.toml``. The runtime the entry imports is the package
+``agent_unit.hosts.cloudflare`` (the Worker, the Durable Object classes and their store, the D1 store).
 
 Two runtimes (``[cloudflare] runtime``):
 

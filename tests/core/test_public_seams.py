@@ -59,7 +59,7 @@ def _own_names(tree: ast.Module) -> set[str]:
 
 
 def _is_module(name: str) -> bool:
-    """Whether ``name`` (``agent_unit.stores._codec``) is a module or package of agent_unit."""
+    """Whether ``name`` (``agent_unit.stores._listen``) is a module or package of agent_unit."""
     path = PACKAGE.parent.joinpath(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
@@ -67,7 +67,7 @@ def _is_module(name: str) -> bool:
 def _private_module_reached(importer: str, module: str) -> bool:
     """Whether importing ``module`` from ``importer`` reaches into a private module of another package.
 
-    A private module (``stores/_codec.py``) is private to the package holding it: its siblings use it.
+    A private module (``stores/_listen.py``) is private to the package holding it: its siblings use it.
     """
     parts = module.split(".")
     for index, part in enumerate(parts):
@@ -152,8 +152,8 @@ def test_the_check_finds_a_private_import_a_private_module_and_a_private_attribu
     source = (
         "from ..run import _current_step, Run\n"
         "from ..hosts._continue import continue_at\n"
-        "from ..stores import _codec\n"
-        "from agent_unit.stores._url import safe_url\n"
+        "from ..stores import _listen\n"
+        "from agent_unit.stores._checkpoint import THREADS\n"
         "import agent_unit.stores._pg_pool\n"
         "def go(run, engine):\n"
         "    run._once(1)\n"
@@ -163,8 +163,8 @@ def test_the_check_finds_a_private_import_a_private_module_and_a_private_attribu
     assert [(line, name) for line, name, _ in found] == [
         (1, "_current_step"),
         (2, "_continue"),
-        (3, "_codec"),
-        (4, "_url"),
+        (3, "_listen"),
+        (4, "_checkpoint"),
         (5, "_pg_pool"),
         (7, "_once"),
         (8, "_executions"),
@@ -173,8 +173,8 @@ def test_the_check_finds_a_private_import_a_private_module_and_a_private_attribu
 
 def test_the_check_allows_self_dunders_a_modules_own_privates_and_a_packages_private_modules() -> None:
     source = (
-        "from ._codec import decode\n"
-        "from . import _url\n"
+        "from ._listen import Listener\n"
+        "from . import _checkpoint\n"
         "from .sqlite import __all__\n"
         "from strands.types._events import ModelStreamEvent\n"
         "_cache = {}\n"

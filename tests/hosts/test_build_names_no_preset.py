@@ -45,3 +45,12 @@ def test_the_check_finds_a_preset_named_in_code_or_text() -> None:
     ]
     assert named_presets("# Netlify runs no Python") == ["netlify"]
     assert named_presets('"server": self.server, lambda message: None') == []
+
+
+def test_build_py_names_no_store_scheme_that_a_preset_owns() -> None:
+    """A store only one host reaches (Cloudflare's ``d1``) is known to the build through that
+    preset's ``own_stores``, not from a list in ``build.py``."""
+    text = BUILD.read_text()
+    owned = sorted({scheme for preset in PRESETS.values() for scheme in preset.own_stores})
+    assert owned  # the check would pass vacuously without one
+    assert [scheme for scheme in owned if re.search(rf"""["']{re.escape(scheme)}(://)?["']""", text)] == []

@@ -15,7 +15,7 @@ from agent_unit.errors import LeaseLost, RunConflict, RunNotFound, StoreUnavaila
 from agent_unit.ids import new_id
 from agent_unit.records import JournalEntry, RunRecord, RunStatus
 from agent_unit.stores import Store
-from agent_unit.stores._url import safe_url
+from agent_unit.stores.urls import safe_url
 
 from ..conftest import StoreFactory
 

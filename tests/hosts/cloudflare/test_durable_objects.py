@@ -361,7 +361,7 @@ async def test_a_finished_run_is_deleted_by_its_alarm_after_its_retention(deploy
 async def test_a_save_the_index_missed_stands_and_the_runs_alarm_lists_it_again(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_unit.stores.durable_objects import RELIST_AFTER, IndexStorage
+    from agent_unit.hosts.cloudflare.durable_objects_store import RELIST_AFTER, IndexStorage
 
     deployment.boot()
     started = await deployment.json("POST", "/agents/refund/runs?wait=1", {"input": {"order_id": "i1"}})
@@ -441,7 +441,7 @@ async def test_an_alarm_that_fails_is_retried_and_the_retry_wakes_the_run(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agent_unit.errors import StoreUnavailable
-    from agent_unit.stores.durable_objects import RunStorage
+    from agent_unit.hosts.cloudflare.durable_objects_store import RunStorage
 
     deployment.boot()
     started = await deployment.json("POST", "/agents/napper/runs?wait=1", {"input": "bat"})

@@ -232,7 +232,8 @@ def test_the_output_holds_the_entry_the_app_the_agents_and_the_runtime_and_the_e
     built = build_cli(root)
     assert built.returncode == 0, built.stderr + built.stdout
     src = root / ".output" / "cloudflare" / "src"
-    for path in ("entry.py", "agents/refund.py", "payments.py", "agent_unit/__init__.py", "agent_unit/stores/d1.py"):
+    runtime = ("agent_unit/__init__.py", "agent_unit/hosts/cloudflare/d1_store.py")
+    for path in ("entry.py", "agents/refund.py", "payments.py", *runtime):
         assert (src / path).is_file(), path
     assert not (root / ".output" / "cloudflare" / "vendor").exists()  # pywrangler installs the packages
     entry = (src / "entry.py").read_text()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_unit.clock import ManualClock
-from agent_unit.stores.durable_objects import DurableObjectsStore
+from agent_unit.hosts.cloudflare.durable_objects_store import DurableObjectsStore
 
 from ...stores import test_conformance as conformance
 from .workers_sim import WorkersSim, uninstall
@@ -32,7 +32,7 @@ for _name in dir(conformance):
 @pytest.fixture
 def store_factory() -> Iterator[Any]:
     sim = WorkersSim(ManualClock(datetime(2026, 12, 1, tzinfo=UTC)))
-    from agent_unit.hosts.durable_objects import durable_object_classes
+    from agent_unit.hosts.cloudflare.durable_objects_runtime import durable_object_classes
 
     def no_app(store: Any, on_continue: Any) -> Any:
         raise AssertionError("the conformance suite serves no requests")

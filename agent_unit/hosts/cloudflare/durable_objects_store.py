@@ -1,6 +1,6 @@
 """The store over Cloudflare Durable Objects: each run in its own object, lists in an index object.
 
-Used by the Durable Objects runtime (:mod:`agent_unit.hosts.durable_objects`), which says how
+Used by the Durable Objects runtime (:mod:`.durable_objects_runtime`), which says how
 runs execute and wake. Here: :class:`RunStorage` keeps one run (record, journal, events) in its
 object's SQLite storage and sets the object's alarm to the run's ``due_at`` in the same write;
 :class:`IndexStorage` keeps a copy of every run's record for ``GET /runs``, which object holds
@@ -18,9 +18,10 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..errors import LeaseLost, RunConflict, RunNotFound, StoreUnavailable, StoreValueError
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import (
+from ...errors import LeaseLost, RunConflict, RunNotFound, StoreUnavailable, StoreValueError
+from ...records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from ...stores.protocol import TICK_MEMORY
+from ...stores.rows import (
     RUN_COLUMNS,
     check_text,
     check_writes,
@@ -30,7 +31,6 @@ from ._codec import (
     run_from_row,
     run_row,
 )
-from .protocol import TICK_MEMORY
 
 __all__ = [
     "INDEX_BINDING",

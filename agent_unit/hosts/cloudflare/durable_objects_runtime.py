@@ -18,7 +18,7 @@ compare-and-set saves: a second delivery finds nothing due and repeats no comple
 ``GET /runs`` (the approvals inbox is ``?status=interrupted``), which object holds which run,
 the thread, agent and app state, and the scheduled tasks' tick claims.
 
-The store protocol over both is :class:`agent_unit.stores.durable_objects.DurableObjectsStore`,
+The store protocol over both is :class:`.durable_objects_store.DurableObjectsStore`,
 so the engine and the HTTP app are the same as on every other host.
 
 The engine still takes a lease when it executes. In an object only that object executes its
@@ -33,10 +33,10 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import RunConflict, RunNotFound
-from ..host import Host, use_host
-from ..records import RunStatus
-from ..stores.durable_objects import DurableObjectsStore, IndexStorage, RunStorage, answer
+from ...errors import RunConflict, RunNotFound
+from ...host import Host, use_host
+from ...records import RunStatus
+from .durable_objects_store import DurableObjectsStore, IndexStorage, RunStorage, answer
 
 __all__ = ["durable_object_classes"]
 

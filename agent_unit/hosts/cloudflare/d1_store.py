@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
-from ._codec import (
+from ...errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
+from ...records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from ...stores.protocol import TICK_MEMORY
+from ...stores.rows import (
     RUN_COLUMNS,
     check_text,
     check_writes,
@@ -35,8 +36,7 @@ from ._codec import (
     run_from_row,
     run_row,
 )
-from ._url import unavailable
-from .protocol import TICK_MEMORY
+from ...stores.urls import unavailable
 
 __all__ = ["D1Store"]
 

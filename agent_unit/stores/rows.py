@@ -4,6 +4,9 @@ Also the one rule every store follows for a value it cannot keep (:func:`value_e
 written with ``ensure_ascii=False``, so text that is not valid Unicode (a lone surrogate) fails
 when the driver encodes it, before anything is written, instead of being stored escaped and
 refused by another store.
+
+Public, so that a store kept outside this package (Cloudflare's, a third party's) writes rows
+the same way.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 An outage's message names the store's kind only ("the redis store cannot be reached"): it
 reaches clients in a 503, which must not map the deployment (host, port, database). Where and
 why go to the log, with the URL's password removed.
+
+Public, so that a store kept outside this package (Cloudflare's, a third party's) reports an
+outage the same way.
 """
 
 from __future__ import annotations
