@@ -17,6 +17,12 @@ PHOENIX_VENV ?= .venv-phoenix
 WORKERS ?= 6
 PARALLEL := -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 
+# Bytecode is written and read. An environment that sets PYTHONDONTWRITEBYTECODE (this machine's does)
+# made every process compile from source whatever it imported, every time, as uv installs no
+# bytecode: pytest's collection took 30 s of CPU in each worker instead of 12, each server a test
+# starts paid again, and importing PydanticAI took 3.3 s instead of 1.7.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test types strands check matrix bench conformance observability
 
 # uv installs the environments: it downloads in parallel and keeps a cache that works, so a
