@@ -158,27 +158,29 @@ class Execution:
             entry = JournalEntry(stored_key(entry.key, self.record.retry), entry.value, entry.error, entry.meta)
         self._new_steps += 1
         self._flush_due = None  # this commit takes the pending events: the timer, if any, finds nothing due
-        async with self.lock:
-            try:
-                await self.store.append(
-                    self.record.id, owner=self.owner, journal=(entry,), events=self.events.drain(*events)
-                )
-            except (LeaseLost, StoreUnavailable):
-                # Lost, or the store is out of reach: stop here and save nothing. The lease lapses
-                # and a sweep (here or anywhere) recovers the run from its journal.
-                self.signal.set()
-                raise Cancelled() from None
-            except AgentUnitError:
-                raise  # the store refused this write for good (too large, a duplicate key): the run fails
-            except VALUE_ERRORS as exc:
-                # The value, not the store: running the work again would write it again.
-                raise StepResultError(f"{entry.key} cannot be stored: {exc}") from None
-            except Exception:
-                log.exception(
-                    "journaling a step of run %s failed: the run is recovered from its journal", self.record.id
-                )
-                self.signal.set()
-                raise Cancelled() from None
+        # acquire/release, not ``async with``: its __aenter__ and __aexit__ are two coroutines per step.
+        lock = self.lock
+        await lock.acquire()
+        try:
+            await self.store.append(
+                self.record.id, owner=self.owner, journal=(entry,), events=self.events.drain(*events)
+            )
+        except (LeaseLost, StoreUnavailable):
+            # Lost, or the store is out of reach: stop here and save nothing. The lease lapses
+            # and a sweep (here or anywhere) recovers the run from its journal.
+            self.signal.set()
+            raise Cancelled() from None
+        except AgentUnitError:
+            raise  # the store refused this write for good (too large, a duplicate key): the run fails
+        except VALUE_ERRORS as exc:
+            # The value, not the store: running the work again would write it again.
+            raise StepResultError(f"{entry.key} cannot be stored: {exc}") from None
+        except Exception:
+            log.exception("journaling a step of run %s failed: the run is recovered from its journal", self.record.id)
+            self.signal.set()
+            raise Cancelled() from None
+        finally:
+            lock.release()
         self._notify(self.record.id)
 
     def schedule_flush(self, *, soon: bool = False, within: float | None = None) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from agent_unit import Run, define_agent
 from agent_unit.errors import LeaseLost, RunConflict
-from agent_unit.records import JournalEntry
+from agent_unit.records import JournalEntry, RunStatus
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
@@ -137,3 +137,54 @@ async def test_a_failure_after_a_commit_never_repeats_a_seq(tmp_path: Path, monk
     assert await store.append(record.id, owner="a", events=["{}"]) == 5
     assert [event.seq for event in await store.read_events(record.id)] == [1, 2, 3, 4, 5]
     await store.close()
+
+
+async def test_a_runs_next_append_by_the_same_owner_skips_the_fence_read(tmp_path: Path) -> None:
+    """The fence passed at the last append holds while nothing has written the run's row since."""
+    store = SQLiteStore(tmp_path / "fence.db")
+    record = make_record(lease_owner="a")
+    await store.create_run(record)
+    await store.append(record.id, owner="a", journal=[JournalEntry("s#0", "1")], events=["{}"] * 2)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    await store.append(record.id, owner="a", journal=[JournalEntry("s#1", "1")], events=["{}"] * 2)
+    await store.append(record.id, owner="a", events=["{}"])
+    store._db.set_trace_callback(None)
+    assert not [sql for sql in statements if "runs" in sql]
+    assert [event.seq for event in await store.read_events(record.id)] == [1, 2, 3, 4, 5]
+    await store.close()
+
+
+async def test_a_fence_is_read_again_after_any_write_to_the_runs_row(tmp_path: Path) -> None:
+    """Another connection's write, or this store's own save, renew or delete, makes the next append read the fence."""
+    path = tmp_path / "fence.db"
+    store, other = SQLiteStore(path), SQLiteStore(path)
+    record = make_record(lease_owner="a")
+    await store.create_run(record)
+    await store.append(record.id, owner="a", journal=[JournalEntry("s#0", "1")], events=["{}"])
+    # This store's own save hands the run to another owner: "a" is refused at once.
+    mine = await store.load_run(record.id)
+    assert mine is not None
+    await store.save_run(mine.model_copy(update={"lease_owner": "b"}), expected_version=mine.version)
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="a", journal=[JournalEntry("s#1", "1")], events=["{}"])
+    await store.append(record.id, owner="b", journal=[JournalEntry("s#1", "1")], events=["{}"])
+    # Another connection parks the run: its holder's next append is refused.
+    seen = await other.load_run(record.id)
+    assert seen is not None
+    await other.save_run(
+        seen.model_copy(update={"status": RunStatus.interrupted, "lease_owner": None}), expected_version=seen.version
+    )
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="b", events=["{}"])
+    # A renewal that finds the lease gone, then a delete, leave nothing to skip the fence with.
+    assert await store.renew_lease(record.id, owner="b", expires=200.0) is None
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="b", journal=[JournalEntry("s#2", "1")])
+    assert await store.delete_run(record.id)
+    with pytest.raises(LeaseLost):
+        await store.append(record.id, owner="b", events=["{}"])
+    assert [event.seq for event in await store.read_events(record.id)] == []
+    assert list(await other.load_journal(record.id)) == []
+    await store.close()
+    await other.close()
