@@ -527,14 +527,6 @@ class Run:
         if args is None:
             args = (context,) if wants_context(fn) else ()
         meta: dict[str, Any] | None = None if request_hash is None else {"hash": request_hash}
-
-        async def fail(exc: BaseException) -> BaseException:
-            """Journal ``exc`` as the outcome, with the event that closes the work as failed."""
-            error = encode_error(exc, name)
-            events = () if finished is None else (finished(error_event(error)),)
-            await execution.commit(JournalEntry(key, error=error, meta=meta), *events)
-            return self._step_failed(exc, name, key)
-
         # This work's span, when OpenTelemetry is on (a replay, above, makes none: nothing ran).
         observed = None if execution.telemetry is None else execution.telemetry.work(key, name)
         attempt = 1
@@ -549,7 +541,7 @@ class Run:
                         break
                     except Exception as exc:
                         if retry is None or not retry.retries(exc, attempt):
-                            await fail(exc)
+                            await self._fail(exc, key, name, meta, finished)
                             raise
                         delay = retry.delay(attempt)
                         if observed is not None:
@@ -564,7 +556,7 @@ class Run:
             try:
                 text, value = encode(result, annotation, what, execution.max_step_bytes)
             except StepResultError as exc:
-                raise await fail(exc) from None
+                raise await self._fail(exc, key, name, meta, finished) from None
             spent = usage(result) if usage is not None else None
             if spent:
                 meta = {**(meta or {}), "usage": spent}
@@ -577,7 +569,8 @@ class Run:
                 if isinstance(exc, RunConflict):
                     raise
                 # The store refused this entry for good (DynamoDB's item size): journal the failure instead.
-                raise await fail(StepResultError(f"{what} cannot be stored: {exc}")) from None
+                failure = StepResultError(f"{what} cannot be stored: {exc}")
+                raise await self._fail(failure, key, name, meta, finished) from None
             if spent:
                 self._usage.append(spent)
             if observed is not None:
@@ -592,6 +585,23 @@ class Run:
         if observed is not None:
             observed.end(None, attempt)
         return value
+
+    async def _fail(
+        self,
+        exc: BaseException,
+        key: str,
+        name: str,
+        meta: dict[str, Any] | None,
+        finished: Callable[[dict[str, Any] | None], dict[str, Any]] | None,
+    ) -> BaseException:
+        """Journal ``exc`` as the outcome of ``key``, with the event that closes the work as failed.
+
+        A method, not a closure in :meth:`journaled`: a closure makes its variables cells and a
+        function object on every step, though a step rarely fails."""
+        error = encode_error(exc, name)
+        events = () if finished is None else (finished(error_event(error)),)
+        await self._execution.commit(JournalEntry(key, error=error, meta=meta), *events)
+        return self._step_failed(exc, name, key)
 
     def idempotency_key(self) -> str:
         """The key of the step (or tool call) running now."""
