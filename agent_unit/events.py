@@ -74,6 +74,9 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_time_ns = time.time_ns
+
+
 def run_started(run_id: str, thread_id: str, attempt: int = 1, **more: Any) -> dict[str, Any]:
     """A segment begins. ``attempt`` (in AG-UI's open ``metadata``, under our key) counts the
     executions a crash cut short: a run recovered after one starts again with attempt 2.
@@ -168,7 +171,7 @@ class EventBuffer:
         return bool(self._pending)
 
     def add(self, event: dict[str, Any]) -> None:
-        stamp = now_ms()
+        stamp = _time_ns() // 1_000_000  # now_ms() inlined here and in drain: twice per step
         event.setdefault("timestamp", stamp)
         id_field = _MERGEABLE.get(event["type"])
         if id_field and self._batch_ms > 0 and self._pending and stamp <= self._merge_until:
@@ -182,9 +185,9 @@ class EventBuffer:
 
     def drain(self, *extra: dict[str, Any]) -> list[str]:
         """The pending events (then ``extra``) as JSON, emptying the buffer."""
-        stamp = now_ms()
+        stamp = _time_ns() // 1_000_000
         for event in extra:
             event.setdefault("timestamp", stamp)
-        events = [dumps(event) for event in (*self._pending, *extra)]
+        events = list(map(dumps, (*self._pending, *extra)))  # no comprehension's frame, once per step
         self._pending.clear()
         return events

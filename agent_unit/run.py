@@ -498,7 +498,7 @@ class Run:
         be stored fails the work with ``StepResultError``; it is never taken for a store outage,
         which would run ``fn`` again on recovery.
         """
-        entry = self._replayed(key)
+        entry = self._replayed(key) if self._journal else None  # a fresh run's journal is empty: no call
         if entry is not None:
             journaled = (entry.meta or {}).get("hash")
             if request_hash is not None and journaled is not None and journaled != request_hash:

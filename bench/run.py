@@ -641,8 +641,11 @@ def where_time_goes(outcomes: dict[str, Outcome], settings: Settings, profile: d
         "",
         *[f"    {sql[:110]}{'…' if len(sql) > 110 else ''}" for sql in a["sql"]],
         "",
-        "The SELECT on `runs` is the lease fence (exact: no other writer can commit inside `BEGIN IMMEDIATE`);"
-        " the events' seqs follow the last one this connection wrote, known without a seek while `PRAGMA"
+        "The lease fence is a read of the run's row (exact: no other writer can commit inside `BEGIN"
+        " IMMEDIATE`), made in the journal INSERT's SELECT on `runs` when it can have changed; after an append"
+        " that passed it, the same owner's next append skips it while `PRAGMA data_version` shows no other"
+        " connection has written and this store has not written the row since. The events' seqs follow"
+        " the last one this connection wrote, known without a seek while `PRAGMA"
         " data_version` shows no other connection has written since (otherwise sought in the events"
         " index). The step's STEP_STARTED and"
         " STEP_FINISHED events ride in the same commit, so it writes two B-trees (journal, events): a commit"
