@@ -509,13 +509,15 @@ class Run:
             if entry.error is not None:
                 raise self._step_failed(rebuild_error(entry.error), name, key)
             return decode(entry.value or "null", annotation)
-        if not jsontext.storable_name(key):
+        # The common key (ASCII, no NUL) is checked here; storable_name decides the rest.
+        if not (key.isascii() and "\x00" not in key) and not jsontext.storable_name(key):
             raise UnstorableValue(
                 f"{jsontext.scrub(repr(name))} cannot name a step: a name is journaled as text, "
                 "so it must be UTF-8 (no lone surrogates) without NUL characters"
             )
-        self._check_new(key, name)
         execution = self._execution
+        if execution.record.retry is not None:  # only a retried run's journal can refuse new work
+            self._check_new(key, name)
         execution.before_step()
         for event in started:
             execution.events.add(event)
