@@ -2,8 +2,9 @@
 
 Every write is one ``BEGIN IMMEDIATE`` transaction, which holds the file's write lock until it
 commits: the compare-and-set is a conditional ``UPDATE`` on the run's version, the lease fence
-a read of the run's owner (not repeated while it cannot have changed: see :meth:`SQLiteStore._append`), and each event's seq follows the run's last event. Two processes on
-one file cannot both win, and a journaled step costs one commit.
+a read of the run's owner (not repeated while it cannot have changed: see
+:meth:`SQLiteStore._append`), and each event's seq follows the run's last event. Two processes
+on one file cannot both win, and a journaled step costs one commit.
 
 Calls run on the event loop's thread: a WAL commit at ``synchronous=NORMAL`` takes
 microseconds, far less than handing each call to a worker thread would cost, and it needs no
