@@ -15,6 +15,7 @@ import functools
 import importlib
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -93,6 +94,31 @@ def _validator(schema: str) -> Any:
     return jsonschema.Draft202012Validator(json.loads(schema))
 
 
+# JSON Schema's types, as Draft 2020-12 defines them, for values parsed from JSON (bool is not a number).
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "boolean": lambda value: isinstance(value, bool),
+    "string": lambda value: isinstance(value, str),
+    "null": lambda value: value is None,
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "integer": lambda value: (
+        (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
+    ),
+    "number": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+}
+
+
+def _fits_type_only(schema: dict[str, Any], value: Any) -> bool:
+    """True when ``schema`` is only ``{"type": ...}`` (a ``bool``, ``int`` or ``str`` answer's) and
+    ``value`` has that type: the one keyword checked without jsonschema, whose walk through its
+    keywords was a twentieth of a resume over HTTP. False means: ask jsonschema (it also words the error)."""
+    kind = schema.get("type")
+    if len(schema) != 1 or not isinstance(kind, str):
+        return False
+    fits = _JSON_TYPES.get(kind)
+    return fits is not None and fits(value)
+
+
 def check_answer(record: RunRecord, answer: Any, *, limit: int | None = None) -> str:
     """The answer's JSON text, to journal; ``InvalidAnswer`` if it does not fit the interrupt.
 
@@ -124,8 +150,11 @@ def check_answer(record: RunRecord, answer: Any, *, limit: int | None = None) ->
         return text
     if not interrupt.answer_schema:
         return text
+    value = json.loads(text)
+    if _fits_type_only(interrupt.answer_schema, value):
+        return text
     validator = _validator(json.dumps(interrupt.answer_schema, sort_keys=True))
-    found = sorted(validator.iter_errors(json.loads(text)), key=lambda error: list(error.absolute_path))
+    found = sorted(validator.iter_errors(value), key=lambda error: list(error.absolute_path))
     if found:
         details = [{"loc": list(error.absolute_path), "msg": error.message} for error in found]
         where = ".".join(str(part) for part in found[0].absolute_path) or "answer"
