@@ -45,10 +45,11 @@ from ..scheduler import Scheduler
 from .auth import Authorize, check_secret, load_authorize, production
 from .bodies import read_json, refuse_non_json
 from .gateway import Gateway
+from .headers import header
 from .hostnames import HostNames
 from .inbox import page
 from .origins import Origins
-from .responses import JSONResponse
+from .responses import JSONResponse, run_response
 from .routes import served_routes
 from .sse import SSEResponse, event_messages
 
@@ -330,7 +331,7 @@ def _flag(request: Request, name: str) -> bool:
 
 
 def _wants_stream(request: Request) -> bool:
-    return "text/event-stream" in request.headers.get("accept", "")
+    return "text/event-stream" in (header(request.scope, b"accept") or "")
 
 
 class _Lazy:
@@ -418,7 +419,7 @@ class _Routes:
             return self._stream(record.id, after=0)
         wait = self.gateway.waits(_flag(request, "wait"))
         record = await self.gateway.start(agent, body.get("input"), thread_id=thread_id, wait=wait, limits=limits)
-        return JSONResponse(record.public(), status_code=200 if wait else 202)
+        return run_response(record, 200 if wait else 202)
 
     async def list(self, request: Request) -> Response:
         query = request.query_params
@@ -444,7 +445,7 @@ class _Routes:
 
     async def get(self, request: Request) -> Response:
         record = await self._run(request, "get")
-        return JSONResponse(record.public())
+        return run_response(record)
 
     async def events(self, request: Request) -> Response | SSEResponse:
         record = await self._run(request, "events")
@@ -469,12 +470,12 @@ class _Routes:
         wait = self.gateway.waits(_flag(request, "wait"))
         # Without wait: the record as claimed, before its execution (a task of its own) has run at all.
         resumed = await self.gateway.resume(record.id, body.get("answer"), wait=wait, request=request, record=record)
-        return JSONResponse(resumed.public(), status_code=200 if wait else 202)
+        return run_response(resumed, 200 if wait else 202)
 
     async def cancel(self, request: Request) -> Response:
         record = await self._run(request, "cancel")
         refuse_non_json(request)
-        return JSONResponse((await self.gateway.cancel(record.id)).public())
+        return run_response(await self.gateway.cancel(record.id))
 
     async def retry(self, request: Request) -> Response | SSEResponse:
         record = await self._run(request, "retry")
@@ -485,9 +486,7 @@ class _Routes:
             return self._stream(record.id, after=after)
         wait = self.gateway.waits(_flag(request, "wait"))
         retried = await self.gateway.retry(record.id, wait=wait)
-        return JSONResponse(
-            (retried if wait else await self.engine.get(record.id)).public(), status_code=200 if wait else 202
-        )
+        return run_response(retried if wait else await self.engine.get(record.id), 200 if wait else 202)
 
     async def delete(self, request: Request) -> Response:
         record = await self._run(request, "delete")
@@ -519,7 +518,7 @@ class _Routes:
         # ?wait=0: answer once the run is claimed (a Worker: its waitUntil holds the slice)
         wait = request.query_params.get("wait") != "0"
         record = await self.engine.continue_run(run_id, wait=wait)
-        return JSONResponse(record.public(), status_code=200 if wait else 202)
+        return run_response(record, 200 if wait else 202)
 
     async def sweep(self, request: Request) -> Response:
         self.gateway.refuse_foreign_pages(request)

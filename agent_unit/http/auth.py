@@ -56,7 +56,8 @@ def answerer(request: Request | None) -> str | None:
     else None. Shortened to 256 characters and scrubbed, so any identity can be stored."""
     if request is None:
         return None
-    identity: Any = getattr(request.state, "agent_unit_identity", None)
+    # request.state keeps its attributes in scope["state"]: read there, a missing one raises nothing
+    identity: Any = request.scope.get("state", {}).get("agent_unit_identity")
     if identity is None and "user" in request.scope:
         identity = _user_name(request.scope["user"])
     if not isinstance(identity, str) or not identity:

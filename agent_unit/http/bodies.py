@@ -15,6 +15,7 @@ from typing import Any
 from starlette.requests import Request
 
 from ..errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from .headers import header
 
 __all__ = [
     "lone_surrogate",
@@ -32,7 +33,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _media_type(request: Request) -> str:
-    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return (header(request.scope, b"content-type") or "").split(";")[0].strip().lower()
 
 
 def _is_json(media: str) -> bool:
@@ -55,7 +56,7 @@ def require_json(request: Request) -> None:
 
 def refuse_declared_oversize(request: Request, limit: int) -> None:
     """413 when ``Content-Length`` alone says the body is over ``limit``, before a byte is read."""
-    declared = request.headers.get("content-length", "")
+    declared = header(request.scope, b"content-length") or ""
     if not (declared.isascii() and declared.isdigit()):
         return  # no length, or not a number: the body is counted as it is read
     if len(declared) > 18:  # past any limit, and int() of a long enough string raises

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import AgentUnitError, ForbiddenHost, ForbiddenOrigin
+from .headers import header
 from .hostnames import HostNames, arrived_at_loopback
 from .origins import Origins, same_host
 from .responses import JSONResponse
@@ -43,7 +43,7 @@ def foreign_host(hosts: HostNames, scope: Scope) -> ForbiddenHost | None:
 
     Reads too: after a rebinding, the attacker's page reads every answer. See
     :mod:`agent_unit.http.hostnames` for the names and when a name not listed is refused."""
-    host = Headers(scope=scope).get("host")
+    host = header(scope, b"host")
     if hosts.allows(host, local=arrived_at_loopback(scope)):
         return None
     return ForbiddenHost(
@@ -63,9 +63,8 @@ def foreign_page(hosts: HostNames, origins: Origins, scope: Scope) -> ForbiddenO
     browsers (no ``Origin``), are not concerned."""
     if scope["type"] == "http" and scope["method"] in SAFE_METHODS:
         return None
-    headers = Headers(scope=scope)
-    origin = headers.get("origin")
-    host = headers.get("host")
+    origin = header(scope, b"origin")
+    host = header(scope, b"host")
     if origins.allows(origin) or (hosts.listed(host) and same_host(origin or "", host)):
         return None
     return ForbiddenOrigin(
