@@ -506,8 +506,9 @@ class RunEngine:
             *record.answers,
             Answer(interrupt=interrupt.name, key=interrupt.key, by=answered_by, at=moment),
         ]
-        entry = JournalEntry(interrupt.key, text, meta={"by": answered_by, "at": moment.isoformat()})
-        answered = {"name": interrupt.name, "key": interrupt.key, "by": answered_by, "at": moment.isoformat()}
+        at = moment.isoformat()
+        entry = JournalEntry(interrupt.key, text, meta={"by": answered_by, "at": at})
+        answered = {"name": interrupt.name, "key": interrupt.key, "by": answered_by, "at": at}
         started = ev.run_started(record.id, record.thread_id, record.attempt, answered=answered)
         await self._executor.claim(record, journal=(entry,), events=(started,), kind="resume")
         return record

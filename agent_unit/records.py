@@ -178,6 +178,11 @@ class RunRecord(BaseModel):
         ``answer_schema`` describes the answer)."""
         return self.model_dump(mode="json", exclude=_PRIVATE)
 
+    def public_json(self) -> bytes:
+        """:meth:`public` as JSON (UTF-8), encoded by pydantic in one pass: no dict is built and
+        no Python encoder walks it. Raises ``PydanticSerializationError`` for a lone surrogate."""
+        return self.__pydantic_serializer__.to_json(self, exclude=_PRIVATE)
+
 
 _PRIVATE: Any = {
     "lease_owner": True,

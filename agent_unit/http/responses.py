@@ -11,12 +11,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
 from starlette import responses
 
-__all__ = ["JSONResponse"]
+from ..records import RunRecord
+
+__all__ = ["JSONResponse", "run_response"]
+
+
+# One encoder for every response: json.dumps with arguments builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
 
 
 class JSONResponse(responses.JSONResponse):
     def render(self, content: Any) -> bytes:
-        text = json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
-        return text.encode(errors="backslashreplace")
+        return _ENCODER.encode(content).encode(errors="backslashreplace")
+
+
+def run_response(record: RunRecord, status_code: int = 200) -> responses.Response:
+    """The run as the API shows it (:meth:`RunRecord.public`), encoded by pydantic straight to
+    bytes; a run holding a lone surrogate goes through :class:`JSONResponse`, which escapes it."""
+    try:
+        body = record.public_json()
+    except PydanticSerializationError:
+        return JSONResponse(record.public(), status_code=status_code)
+    return responses.Response(body, status_code=status_code, media_type="application/json")

@@ -56,8 +56,12 @@ def check_writes(journal: Sequence[JournalEntry], events: Sequence[str]) -> None
     check_text(*events)
 
 
+# One encoder: json.dumps with any argument but the value builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+    return None if value is None else _ENCODER.encode(value)
 
 
 RUN_COLUMNS = ("id", "agent", "thread_id", "status", "version", "lease_owner", "lease_expires", "due_at", "data")

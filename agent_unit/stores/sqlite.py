@@ -110,6 +110,7 @@ _FENCED_ENTRY = (
 # SET would make SQLite rewrite their index entries (two more pages per save, measured).
 _CHANGING = RUN_COLUMNS[3:]
 _SET_COLUMNS = ", ".join(f"{name} = ?" for name in _CHANGING)
+_UPDATE_RUN = f"UPDATE runs SET {_SET_COLUMNS} WHERE id = ? AND version = ?"
 
 
 class SQLiteStore:
@@ -339,15 +340,21 @@ class SQLiteStore:
         self._held.pop(record.id, None)  # this write may change the owner or status the fence reads
         row = run_row(record)
         values = (row[3], expected_version + 1, *row[5:])
-        with self._write() as db:
-            updated = db.execute(
-                f"UPDATE runs SET {_SET_COLUMNS} WHERE id = ? AND version = ?", (*values, record.id, expected_version)
-            ).rowcount
+        db = self._cursor  # two per resume: the transaction is spelled out, as in _append, not a context manager
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            updated = db.execute(_UPDATE_RUN, (*values, record.id, expected_version)).rowcount
             if updated != 1:
                 if db.execute("SELECT 1 FROM runs WHERE id = ?", (record.id,)).fetchone() is None:
                     raise RunNotFound(f"run {record.id} does not exist")
                 raise RunConflict(f"run {record.id} was changed by someone else: read it again and retry")
             last = self._insert(record.id, journal, events, last=self._known_last(record.id))
+            db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:  # a failed COMMIT may have ended it already
+                db.execute("ROLLBACK")
+            raise
+        self._committed()
         self._remember(record.id, last, record.status == RunStatus.running)
         return last
 
