@@ -303,7 +303,7 @@ class RunEngine:
             if task.done():
                 self._executor.forget(run_id, task)
             else:
-                await asyncio.wait([task])
+                await _finished(task)
         if last is not None and last.left is not None:
             return last.left
         return await self.get(run_id)
@@ -806,6 +806,23 @@ class RunEngine:
             await asyncio.gather(*late, return_exceptions=True)
         if self._owns_store:
             await self.store.close()
+
+
+async def _finished(task: asyncio.Task[None]) -> None:
+    """Wait until ``task`` has finished, whatever its outcome, and never cancel it: a waiter that is
+    cancelled (its client left) leaves the execution running. ``asyncio.wait([task])`` does this
+    too, with a set, a generator and two sets of results on top (0.9% of a resume over HTTP)."""
+    waiter = asyncio.get_running_loop().create_future()
+
+    def wake(_: asyncio.Task[None]) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    task.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        task.remove_done_callback(wake)
 
 
 def _check_thread_id(thread_id: Any) -> None:
