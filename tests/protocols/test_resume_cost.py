@@ -242,3 +242,21 @@ def test_a_run_is_answered_with_the_bytes_its_public_view_gives(text: str) -> No
     answered = run_response(record, 202)
     assert answered.body == JSONResponse(record.public()).body and b"lease" not in answered.body
     assert answered.status_code == 202 and answered.headers["content-type"] == "application/json"
+
+
+async def test_a_waiter_that_is_cancelled_leaves_the_execution_running() -> None:
+    @define_agent
+    async def slow(input: None, run: Run) -> str:
+        await asyncio.sleep(0.2)
+        return "done"
+
+    engine = RunEngine({"slow": slow}, MemoryStore(), background_sweep=False)
+    record = await engine.start("slow", None)
+    waiter = asyncio.ensure_future(engine.wait(record.id))
+    await asyncio.sleep(0.05)
+    waiter.cancel()  # its client left
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    done = await engine.wait(record.id)
+    assert done.status == RunStatus.completed and done.output == "done"
+    await engine.aclose()
