@@ -111,7 +111,7 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 def _fits_type_only(schema: dict[str, Any], value: Any) -> bool:
     """True when ``schema`` is only ``{"type": ...}`` (a ``bool``, ``int`` or ``str`` answer's) and
     ``value`` has that type: the one keyword checked without jsonschema, whose walk through its
-    keywords was a twentieth of a resume over HTTP. False means: ask jsonschema (it also words the error)."""
+    keywords was 7% of a resume's instructions over HTTP. False: ask jsonschema (it words the error)."""
     kind = schema.get("type")
     if len(schema) != 1 or not isinstance(kind, str):
         return False

@@ -500,7 +500,7 @@ class _Renewal:
 
     Most executions end long before a third of their lease (a resume to its end takes about a
     millisecond). A timer is one heap entry; a task sleeping from the execution's start was a
-    task made, stepped, cancelled and stepped again for every execution: 1.4% of a resume's
+    task made, stepped, cancelled and stepped again for every execution: about 1% of a resume's
     instructions over HTTP.
     """
 
