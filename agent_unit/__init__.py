@@ -1,7 +1,9 @@
 """agent-unit: durable runs for any Python agent framework, on any host.
 
-These names are the documented API (the README's "What `agent_unit` exports"); every other
-module is for adapters, hosts and the engine's own parts, and says so where it is public.
+These names are the documented API (the README's "What `agent_unit` exports"). The public
+modules beside them (``client``, ``discovery``, ``env``, ``errors``, ``run``, ``runtime``,
+``telemetry`` and the subpackages) are for users, adapters and hosts; a module whose name starts
+with ``_`` is the engine's own part, as in httpx and pydantic.
 """
 
 from __future__ import annotations

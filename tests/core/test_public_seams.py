@@ -1,10 +1,20 @@
 """Modules of agent_unit talk through public names, so a third-party adapter or host can do what a built-in one does.
 
 The check walks the source of every module of ``agent_unit`` (adapters, hosts and protocol
-modules included) and of ``examples/agent-unit-adapter-echo``, and fails naming ``file:line``
+modules included), of ``agent_unit_cli`` and of ``examples/``, and fails naming ``file:line``
 for an underscored name imported from another module of agent_unit, a private module imported
 from outside its package, or an underscored attribute read or written on anything but ``self``
 or ``cls`` that the module does not define itself. Dunder names are public.
+
+A private module is private to the package holding it: ``agent_unit._clock`` is for every module
+of ``agent_unit`` (``agent_unit.stores.sqlite`` included), ``agent_unit.stores._codec`` for those
+of ``agent_unit.stores``. ``agent_unit_cli`` ships in the same wheel, at the same version, as the
+runtime, so it may import agent_unit's private modules (``agent_unit._tasks``); it still uses no
+underscored name of theirs. The examples stand for third-party code (an adapter, a user's app):
+they import public modules only.
+
+Which modules are public is decided here, in ``PUBLIC``: a top-level module of agent_unit is
+either named there (the docs name it) or underscored, so a new internal module is named as one.
 """
 
 from __future__ import annotations
@@ -16,7 +26,28 @@ import agent_unit
 
 PACKAGE = Path(agent_unit.__file__).parent
 REPO = Path(__file__).resolve().parents[2]
-CHECKED = [PACKAGE, REPO / "examples" / "agent-unit-adapter-echo"]
+CLI = REPO / "agent_unit_cli"
+CHECKED = [PACKAGE, CLI, REPO / "examples"]
+SKIPPED = {".output", "node_modules", ".venv", "__pycache__"}  # builds and installs inside an example
+
+# The top-level modules and packages of agent_unit the documentation names; every other one is
+# underscored (``_clock.py``), as httpx and pydantic name theirs. Public names that live in an
+# internal module (``Host``, ``RunEngine``, ``RunRecord``) are re-exported by ``agent_unit`` itself.
+PUBLIC = {
+    "adapters",  # README "Write an adapter": define_adapter; adapters.api is the adapter API
+    "client",  # README "The HTTP API": from agent_unit.client import AgentClient
+    "discovery",  # README "The engine": from agent_unit.discovery import discover_agents
+    "env",  # README "Background work": from agent_unit.env import env, wait_until
+    "errors",  # README: from agent_unit.errors (InterruptExpired...); journals name its types
+    "hosts",  # README "Write a host": agent_unit.hosts.continuation, hosts.server.HOST...
+    "http",  # README "What agent_unit exports": the HTTP app
+    "run",  # README adapter API: agent_unit.run.current_step(), current_run()
+    "runtime",  # README "What agent_unit exports": the engine layer (RunEngine, the records, Store)
+    "stores",  # README "Stores", "What agent_unit exports": the Store protocol, open_store
+    "telemetry",  # README "Observability": agent_unit.telemetry.configure(...)
+    "temporal",  # README "Temporal"
+    "testing",  # README "Test your agents": create_test_unit, assert_adapter, testing.adapters
+}
 
 # The protocol modules reach into the HTTP app's private _Api: removed when the protocol gateway lands.
 KNOWN_HTTP: set[tuple[str, str]] = set()  # the protocol modules use the public gateway
@@ -67,12 +98,15 @@ def _is_module(name: str) -> bool:
 def _private_module_reached(importer: str, module: str) -> bool:
     """Whether importing ``module`` from ``importer`` reaches into a private module of another package.
 
-    A private module (``stores/_listen.py``) is private to the package holding it: its siblings use it.
+    A private module (``stores/_listen.py``) is private to the package holding it: its siblings use it,
+    and so does ``agent_unit_cli``, which ships with the runtime.
     """
     parts = module.split(".")
     for index, part in enumerate(parts):
         if _private(part):
             package = ".".join(parts[:index])
+            if importer.split(".")[0] == "agent_unit_cli" and parts[0] == "agent_unit":
+                return False  # the CLI ships with the runtime: one wheel, one version
             return not (importer == package or importer.startswith(package + "."))
     return False
 
@@ -123,7 +157,8 @@ def seam_violations(source: str, relative: str, module: str) -> list[tuple[int, 
 
 
 def _checked_files() -> list[Path]:
-    return sorted(path for folder in CHECKED for path in folder.rglob("*.py"))
+    found = (path for folder in CHECKED for path in folder.rglob("*.py"))
+    return sorted(path for path in found if not SKIPPED & set(path.parts))
 
 
 def _module_of(path: Path) -> str:
@@ -187,6 +222,28 @@ def test_the_check_allows_self_dunders_a_modules_own_privates_and_a_packages_pri
         "        return self._rows + other._rows + list(_cache) + [other.__class__]\n"
     )
     assert seam_violations(source, "agent_unit/stores/mine.py", "agent_unit.stores.mine") == []
+
+
+def test_the_check_lets_the_package_and_the_cli_import_private_modules_and_no_example() -> None:
+    source = "from agent_unit._clock import ManualClock\nimport agent_unit._tasks\n"
+    assert seam_violations(source, "agent_unit/stores/mine.py", "agent_unit.stores.mine") == []
+    assert seam_violations(source, "agent_unit_cli/mine.py", "agent_unit_cli.mine") == []
+    outside = seam_violations(source, "examples/adapter/mine.py", "examples.adapter.mine")
+    assert [(line, name) for line, name, _ in outside] == [(1, "_clock"), (2, "_tasks")]
+    named = "from agent_unit._tasks import _next\n"
+    assert [name for _, name, _ in seam_violations(named, "agent_unit_cli/mine.py", "agent_unit_cli.mine")] == ["_next"]
+
+
+def test_every_top_level_module_of_agent_unit_is_documented_or_named_as_internal() -> None:
+    modules = {path.stem for path in PACKAGE.glob("*.py")} | {
+        path.parent.name for path in PACKAGE.glob("*/__init__.py")
+    }
+    unnamed = sorted(name for name in modules if not name.startswith("_") and name not in PUBLIC)
+    assert not unnamed, (
+        "name each internal module of agent_unit with a leading underscore (clock.py -> _clock.py), "
+        f"or add it to PUBLIC with the docs that name it: {unnamed}"
+    )
+    assert not PUBLIC - modules, f"PUBLIC names modules agent_unit no longer has: {sorted(PUBLIC - modules)}"
 
 
 def store_reads(source: str, relative: str) -> list[int]:
