@@ -7,7 +7,7 @@ from outside its package, or an underscored attribute read or written on anythin
 or ``cls`` that the module does not define itself. Dunder names are public.
 
 A private module is private to the package holding it: ``agent_unit._clock`` is for every module
-of ``agent_unit`` (``agent_unit.stores.sqlite`` included), ``agent_unit.stores._codec`` for those
+of ``agent_unit`` (``agent_unit.stores.sqlite`` included), ``agent_unit.stores._listen`` for those
 of ``agent_unit.stores``. ``agent_unit_cli`` ships in the same wheel, at the same version, as the
 runtime, so it may import agent_unit's private modules (``agent_unit._tasks``); it still uses no
 underscored name of theirs. The examples stand for third-party code (an adapter, a user's app):
