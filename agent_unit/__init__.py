@@ -26,29 +26,29 @@ from .errors import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what __getattr__ returns, for type checkers and editors
-    from .agent import Agent, define_agent
-    from .engine import RunEngine
-    from .host import Host, use_host
+    from ._agent import Agent, define_agent
+    from ._engine import RunEngine
+    from ._host import Host, use_host
+    from ._parks import Park
+    from ._records import RunRecord, RunStatus
+    from ._retry import RetryPolicy
     from .http import create_agent_unit
-    from .parks import Park
-    from .records import RunRecord, RunStatus
-    from .retry import RetryPolicy
     from .run import Run, StepContext, use_run
 
 # Each name is imported at its first use: the engine and the records import pydantic, the HTTP
 # layer Starlette, so a host shim (a Lambda handler) that imports ``agent_unit.hosts.aws_lambda``
 # at a cold start pays for none of them until its first invocation builds the app.
 _LAZY = {
-    "Agent": "agent",
-    "define_agent": "agent",
-    "RunEngine": "engine",
-    "Host": "host",
-    "use_host": "host",
+    "Agent": "_agent",
+    "define_agent": "_agent",
+    "RunEngine": "_engine",
+    "Host": "_host",
+    "use_host": "_host",
     "create_agent_unit": "http",
-    "Park": "parks",
-    "RunRecord": "records",
-    "RunStatus": "records",
-    "RetryPolicy": "retry",
+    "Park": "_parks",
+    "RunRecord": "_records",
+    "RunStatus": "_records",
+    "RetryPolicy": "_retry",
     "Run": "run",
     "StepContext": "run",
     "use_run": "run",

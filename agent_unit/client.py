@@ -32,7 +32,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from pydantic import BaseModel
 
 from . import errors
-from .records import RunEvent, RunPage, RunRecord
+from ._records import RunEvent, RunPage, RunRecord
 
 __all__ = ["AgentClient", "AgentInfo", "Manifest", "RunEvent", "RunPage", "RunRecord", "SyncAgentClient"]
 

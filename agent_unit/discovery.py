@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .agent import Agent, FrameworkAgent
+from ._agent import Agent, FrameworkAgent
 from .errors import AgentBroken, DiscoveryError
 
 __all__ = ["Discovered", "agent_sources", "discover_agents", "discover_project", "load_registry"]

@@ -6,7 +6,7 @@
     wait_until(send_receipt(order))   # runs after the response
 
 ``env`` is a read-only mapping: the process environment, and on Cloudflare Workers the Worker's
-bindings and secrets under the same names (the current :class:`~agent_unit.host.Host`'s
+bindings and secrets under the same names (the current :class:`~agent_unit.Host`'s
 ``bindings``: the Worker's entry serves each request inside ``use_host`` with them).
 
 ``wait_until(work)`` keeps ``work`` running after the response. Where it runs depends on the host:
@@ -17,7 +17,7 @@ bindings and secrets under the same names (the current :class:`~agent_unit.host.
 - AWS Lambda freezes the process once a response is returned, so the handler drains the work
   before it returns the response.
 - Vercel and Cloudflare give each invocation a ``waitUntil`` of their own: the host's entry
-  serves the invocation inside ``use_host`` with a :class:`~agent_unit.host.Host` whose
+  serves the invocation inside ``use_host`` with a :class:`~agent_unit.Host` whose
   ``wait_until`` is it.
 
 Work that raises is logged (logger ``agent_unit``) with its name and traceback, never swallowed.
@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
-from .host import WaitUntil, current_host
+from ._host import WaitUntil, current_host
 
 __all__ = ["WaitUntil", "drain", "env", "get", "pending", "wait_until"]
 

@@ -6,7 +6,7 @@ run (``step:load-order#0``), so a replay finds the same entries in the same orde
 order: the key is taken when ``run.step(...)`` is *called*, not when it is awaited.
 
 Parking (an interrupt, a sleep, a budget yield, a cancellation) unwinds the agent with a
-:class:`~agent_unit.parks.Park`, a ``BaseException``, so an ``except Exception:`` in user code cannot
+:class:`~agent_unit.Park`, a ``BaseException``, so an ``except Exception:`` in user code cannot
 swallow it.
 """
 
@@ -26,13 +26,21 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from pydantic import ValidationError
 from pydantic.alias_generators import to_snake
 
-from . import env, jsontext
-from .answers import type_ref
-from .callables import return_annotation, start, wants_context
-from .clock import floor_datetime, to_datetime, to_epoch
-from .codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
-from .deadlines import expired_at
-from .durations import Duration, parse_duration
+from . import _jsontext as jsontext
+from . import env
+from ._answers import type_ref
+from ._callables import return_annotation, start, wants_context
+from ._clock import floor_datetime, to_datetime, to_epoch
+from ._codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
+from ._deadlines import expired_at
+from ._durations import Duration, parse_duration
+from ._events import MESSAGE, custom, dumps, step_finished, step_retry, step_started
+from ._limits import LIMIT_REACHED, Limits, first_passed
+from ._parks import Cancelled, Interrupted, Sleeping
+from ._records import Interrupt, JournalEntry, agui_usage
+from ._retries import check_new_work
+from ._retry import RetryPolicy
+from ._usage import COUNTS, merge_usage
 from .errors import (
     AgentUnitError,
     InterruptExpired,
@@ -43,16 +51,9 @@ from .errors import (
     StoreUnavailable,
     UnstorableValue,
 )
-from .events import MESSAGE, custom, dumps, step_finished, step_retry, step_started
-from .limits import LIMIT_REACHED, Limits, first_passed
-from .parks import Cancelled, Interrupted, Sleeping
-from .records import Interrupt, JournalEntry, agui_usage
-from .retries import check_new_work
-from .retry import RetryPolicy
-from .usage import COUNTS, merge_usage
 
 if TYPE_CHECKING:
-    from .execution import Execution
+    from ._execution import Execution
 
 __all__ = [
     "UNTYPED",  # the adapter API names it here (agent_unit.run.UNTYPED)

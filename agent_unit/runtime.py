@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .engine import RunEngine, SweepResult
-from .records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from ._engine import RunEngine, SweepResult
+from ._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from .stores import Store, open_store
 
 __all__ = [

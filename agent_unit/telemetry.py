@@ -26,7 +26,7 @@ from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .otel import Telemetry
+    from ._otel import Telemetry
 
 __all__ = ["active", "configure", "flush", "payloads_wanted", "reset"]
 
@@ -78,7 +78,7 @@ def active() -> Telemetry | None:
         if found is not None:
             return _enable(found, None)
     if wanted and find_spec("opentelemetry") is not None and find_spec("opentelemetry.sdk") is not None:
-        from .otel import providers_from_env
+        from ._otel import providers_from_env
 
         return _enable(*providers_from_env())
     return None
@@ -96,7 +96,7 @@ def _configured_provider() -> Any | None:
 
 def _enable(tracer_provider: Any, meter_provider: Any | None) -> Telemetry:
     global _active
-    from .otel import Telemetry
+    from ._otel import Telemetry
 
     _active = Telemetry(tracer_provider, meter_provider, payloads=payloads_wanted())
     return _active
@@ -119,7 +119,7 @@ def configure(
         return None
     from opentelemetry import metrics, trace
 
-    from .otel import Telemetry
+    from ._otel import Telemetry
 
     _active = Telemetry(
         tracer_provider or trace.get_tracer_provider(),

@@ -22,6 +22,7 @@ from typing import Any
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
 import agent_unit
+from agent_unit._tasks import tasks_from_config
 from agent_unit.adapters import ENTRY_POINT_GROUP
 from agent_unit.adapters.registry import load_adapter
 from agent_unit.discovery import agent_sources, load_registry
@@ -29,7 +30,6 @@ from agent_unit.errors import AdapterError, BuildError, DiscoveryError, PipError
 from agent_unit.http.auth import load_authorize
 from agent_unit.http.routes import public_routes
 from agent_unit.stores import DEFAULT_STORE_URL, store_kind
-from agent_unit.tasks import tasks_from_config
 
 from . import pip
 from .config import Config

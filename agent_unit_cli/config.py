@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agent_unit.durations import parse_duration
+from agent_unit._durations import parse_duration
+from agent_unit._limits import Limits
+from agent_unit._prices import Prices
+from agent_unit._tasks import check_schedule
 from agent_unit.errors import ConfigError, TaskError
 from agent_unit.http.hostnames import HostNames
 from agent_unit.http.origins import Origins
-from agent_unit.limits import Limits
-from agent_unit.prices import Prices
 from agent_unit.stores import DEFAULT_STORE_PATH
-from agent_unit.tasks import check_schedule
 
 __all__ = ["ENGINE_KEYS", "Cloudflare", "Config", "Server", "Storage", "Task", "Temporal", "load_config", "store_url"]
 

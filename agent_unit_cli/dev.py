@@ -24,10 +24,10 @@ import watchfiles
 from rich.console import Console
 
 from agent_unit import create_agent_unit
+from agent_unit._tasks import tasks_from_config
 from agent_unit.discovery import discover_project
 from agent_unit.errors import AgentBroken, AgentUnitError, ConfigError
 from agent_unit.http import AgentUnit, HostGuard
-from agent_unit.tasks import tasks_from_config
 
 from .config import load_config, store_url
 from .dev_address import connect_url, forget, record

@@ -1,6 +1,6 @@
 """A portable schedule, written for each host's scheduler. Pure functions: no I/O.
 
-The input is what ``[tasks.NAME] schedule`` accepts (:func:`agent_unit.tasks.check_schedule`):
+The input is what ``[tasks.NAME] schedule`` accepts (:func:`agent_unit._tasks.check_schedule`):
 five numeric fields with standard cron meaning, 0 and 7 are Sunday, UTC, and at most one of
 day-of-month and day-of-week restricted. The hosts differ in three ways, handled here:
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent_unit.tasks import check_schedule
+from agent_unit._tasks import check_schedule
 
 __all__ = ["aws_eventbridge", "cloudflare", "vercel"]
 

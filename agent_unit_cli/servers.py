@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent_unit.asgi import is_asgi
+from agent_unit._asgi import is_asgi
+from agent_unit._tasks import failed_at
 from agent_unit.errors import ServerError
-from agent_unit.tasks import failed_at
 
 __all__ = ["is_asgi", "load_server"]
 

@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from agent_unit._tasks import Task, handler_error, next_tick, run_task, tasks_from_config
 from agent_unit.env import drain
 from agent_unit.errors import ConfigError, TaskError
-from agent_unit.tasks import Task, handler_error, next_tick, run_task, tasks_from_config
 
 from .config import load_config
 from .report import errors, fail

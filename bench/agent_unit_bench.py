@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_unit import Run, RunEngine, RunRecord, RunStatus, define_agent
-from agent_unit.records import JournalEntry
+from agent_unit.runtime import JournalEntry
 from agent_unit.stores.sqlite import SQLiteStore
 
 WARMUP_STEPS = 20

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..agent import Agent
-from ..durable import Durable
+from .._agent import Agent
+from .._durable import Durable
 from ..errors import AdapterError
 from ..run import Run, RunState
 

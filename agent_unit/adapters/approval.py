@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from typing_extensions import TypeAliasType
 
-from ..durable import tool_call_started
+from .._durable import tool_call_started
 from ..run import Run
 
 __all__ = ["EXPIRED", "Approval", "ApprovalAnswer", "ask_approval"]

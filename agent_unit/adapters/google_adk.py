@@ -56,8 +56,8 @@ from google.genai import types
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 
+from .._parks import Park
 from ..errors import AdapterError
-from ..parks import Park
 from .api import AdapterContext, define_adapter
 from .approval import ask_approval
 from .messages import MessageStream

@@ -44,7 +44,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
 from pydantic_core import to_jsonable_python
 
-from ..events import step_finished, step_started
+from .._events import step_finished, step_started
 from ..run import UNTYPED, Run
 from .api import AdapterContext, define_adapter
 from .langgraph_checkpoint import AgentUnitSaver

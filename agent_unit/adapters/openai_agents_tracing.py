@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..otel import Telemetry
+    from .._otel import Telemetry
 
 __all__ = ["bridge"]
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..agent import Agent, FrameworkAgent
+from .._agent import Agent, FrameworkAgent
 from ..errors import AdapterError
 from .api import Adapter
 

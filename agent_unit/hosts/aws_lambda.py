@@ -29,14 +29,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
+from .._host import Host, use_host
 from ..errors import TaskError
-from ..host import Host, use_host
 from . import continuation
 
 if TYPE_CHECKING:
     import asyncio
 
-    from ..tasks import Task
+    from .._tasks import Task
 
 # What a cold start imports is this module and the handler: asyncio, the task registry, the engine,
 # pydantic and Starlette wait for the first invocation (it builds the app and needs them then).
@@ -65,7 +65,7 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Any]:
 
 
 def lambda_host(url: str | None, secret: str | None, *, allowed_hosts: Iterable[str] = ("*",)) -> Host:
-    """AWS Lambda's :class:`~agent_unit.host.Host`, for a function at ``url`` (its own, from
+    """AWS Lambda's :class:`~agent_unit.Host`, for a function at ``url`` (its own, from
     configuration) whose internal routes take ``secret``.
 
     Whole responses (``buffered``: Lambda's Python runtime sends a response once it is complete);
@@ -99,13 +99,13 @@ def lambda_handler(
     its first invocation, and never its shutdown: Lambda freezes and then ends the container
     without notice. (Mangum's own ``lifespan="auto"`` would start and stop it every invocation.)
     ``host`` (:func:`lambda_host`): every invocation, ``create_app()`` included, runs inside
-    :func:`~agent_unit.host.use_host` with it, so the agent units a user's own app creates (at
+    :func:`~agent_unit.use_host` with it, so the agent units a user's own app creates (at
     import, in its lifespan, at a request) are Lambda's.
     """
     state: dict[str, Any] = {}
     registry: Mapping[str, Task] = {}
     if tasks:  # checked at the cold start: a task that cannot run fails the deploy, not its first tick
-        from ..tasks import tasks_from_config
+        from .._tasks import tasks_from_config
 
         registry = tasks_from_config(tasks)
 
@@ -182,7 +182,7 @@ async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -
     task = registry.get(name) if isinstance(name, str) else None
     if task is None:
         raise TaskError(f"no task named {name!r} in this build: the tasks are {', '.join(sorted(registry)) or 'none'}")
-    from ..tasks import last_tick
+    from .._tasks import last_tick
 
     given = event.get("scheduled_at")
     now = datetime.now(UTC)
@@ -194,7 +194,7 @@ async def _task(registry: Mapping[str, Task], event: dict[str, Any], app: Any) -
     engines = _engines(app)  # the tick is claimed in the (first) agent unit's store, if there is one
     if engines:
         return dict(await engines[0].run_tick(task, at))
-    from ..scheduler import run_host_tick  # the store and its records: at a task's tick, not at a cold start
+    from .._scheduler import run_host_tick  # the store and its records: at a task's tick, not at a cold start
 
     return await run_host_tick(task, at, None, owner="aws-lambda")
 

@@ -3,7 +3,7 @@
 A serverless host cuts an invocation after some minutes, so the engine's ``budget`` makes a
 run yield at a step boundary and calls ``on_continue(run_id)``. Every host whose functions
 answer HTTP continues the same way: a POST to its own ``/__agent-unit/continue``. A host of
-your own says so in its :class:`~agent_unit.host.Host`:
+your own says so in its :class:`~agent_unit.Host`:
 ``Host(continues=lambda path: continue_at(own_url + path, secret))``, as Lambda's and Vercel's do.
 """
 

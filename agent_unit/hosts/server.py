@@ -7,7 +7,7 @@
 The wrapper adds what a process that lives between requests owes the app, around the app's
 own lifespan (FastAPI, Starlette, Litestar, Quart) and without one (Django's ASGI app has none):
 
-- after the app's startup, the in-process :class:`~agent_unit.scheduler.Scheduler` runs the
+- after the app's startup, the in-process :class:`~agent_unit._scheduler.Scheduler` runs the
   tasks, each tick claimed once in ``store`` across servers;
 - at shutdown (uvicorn on SIGTERM), before the app's own shutdown, the scheduler stops and
   ``wait_until`` work gets ``drain_seconds`` to finish; what is cut is logged by name.
@@ -20,15 +20,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from .._host import SERVER
+from .._scheduler import Scheduler
 from ..env import drain
-from ..host import SERVER
-from ..scheduler import Scheduler
 from ..stores import Store, open_store
 
 __all__ = ["HOST", "ServerApp", "serve"]
 
 HOST = SERVER
-"""A long-lived server's :class:`~agent_unit.host.Host` (the defaults): the engine sweeps by
+"""A long-lived server's :class:`~agent_unit.Host` (the defaults): the engine sweeps by
 itself, a yielded run continues in this process, ``wait_until`` work is drained at shutdown."""
 
 Message = dict[str, Any]

@@ -16,7 +16,7 @@ needs, and nothing at import time beyond the standard library:
   configuration or Vercel's environment, never from a request's Host header.
 - A scheduled task is a cron entry of its own: Vercel calls ``/__agent-unit/tasks/{name}``
   (under the base path) with ``Bearer $CRON_SECRET``, and the task's latest tick runs once
-  (:func:`~agent_unit.scheduler.run_host_tick`: claimed in the store first, so a repeated
+  (:func:`~agent_unit._scheduler.run_host_tick`: claimed in the store first, so a repeated
   call runs nothing).
 - Vercel's cron calls the sweep with ``GET`` and ``Authorization: Bearer $CRON_SECRET``:
   that request reaches the sweep route as a POST, and the cron secret is accepted there.
@@ -34,9 +34,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import env, telemetry
+from .._host import Host, use_host
+from .._threads import run_in_thread
 from ..errors import TaskNotFound, Unauthorized
-from ..host import Host, use_host
-from ..threads import run_in_thread
 from . import continuation
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve", "vercel_host"]
@@ -88,7 +88,7 @@ def continue_at(url: str | None, secret: str | None) -> Callable[[str], Awaitabl
 
 
 def vercel_host(url: str | None = None, *, allowed_hosts: Iterable[str] = ("*",)) -> Host:
-    """Vercel's :class:`~agent_unit.host.Host`, read from the environment at start.
+    """Vercel's :class:`~agent_unit.Host`, read from the environment at start.
 
     Vercel's cron sweeps (instances freeze between requests); a run that yields continues under
     its unit's path at :func:`deployment_url` (``url``: the configured one); the internal routes
@@ -127,7 +127,7 @@ class VercelApp:
         prefix = "/" + base_path.strip("/")
         self.sweep_path = ("" if prefix == "/" else prefix) + "/__agent-unit/sweep"
         self.tasks_path = ("" if prefix == "/" else prefix) + "/__agent-unit/tasks/"
-        from ..tasks import tasks_from_config
+        from .._tasks import tasks_from_config
 
         self.tasks = tasks_from_config(tasks or {})
         self._secret = secret
@@ -173,8 +173,8 @@ class VercelApp:
         user's own app) sweep every agent unit it created."""
         from starlette.responses import JSONResponse
 
-        from ..scheduler import run_host_tick
-        from ..tasks import last_tick
+        from .._scheduler import run_host_tick
+        from .._tasks import last_tick
 
         given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
         scheme, _, token = given.partition(" ")
@@ -265,7 +265,7 @@ def serve(app: Any, *, tasks: Mapping[str, Any] | None = None, host: Host | None
     """A user's own ASGI app (``server = "module:app"``) for a Vercel function: its ``wait_until``
     work is part of each invocation, ``tasks`` run when their cron entries call them, and the
     sweep's cron reaches every agent unit the app created. Each request runs inside
-    :func:`~agent_unit.host.use_host` with ``host`` (default :func:`vercel_host`), so the units
+    :func:`~agent_unit.use_host` with ``host`` (default :func:`vercel_host`), so the units
     the app creates at a request are Vercel's; the entry imports the app inside it too."""
     secret, cron_secret = secrets()
     return VercelApp(app, secret=secret, cron_secret=cron_secret, tasks=tasks, host=host)

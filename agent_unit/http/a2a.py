@@ -30,8 +30,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .. import jsontext
-from ..answers import check_answer
+from .. import _jsontext as jsontext
+from .._answers import check_answer
+from .._ids import is_id
+from .._records import RunRecord, RunStatus
 from ..errors import (
     AgentNotFound,
     AgentUnitError,
@@ -47,8 +49,6 @@ from ..errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from ..ids import is_id
-from ..records import RunRecord, RunStatus
 from .a2a_shapes import (
     CONTENT_TYPE_NOT_SUPPORTED,
     EXTENDED_CARD_NOT_CONFIGURED,

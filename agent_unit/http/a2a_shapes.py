@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .. import __version__
+from .._events import MESSAGE
+from .._records import RunRecord, RunStatus
 from ..errors import RpcError
-from ..events import MESSAGE
-from ..records import RunRecord, RunStatus
 
 __all__ = [
     "Incoming",

@@ -29,7 +29,9 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..agent import Agent
+from .._agent import Agent
+from .._events import MODEL_FINISHED, MODEL_STARTED, dumps, now_ms
+from .._records import RunRecord, RunStatus, agui_usage
 from ..errors import (
     AgentUnitError,
     AgUiUnavailable,
@@ -41,8 +43,6 @@ from ..errors import (
     RunConflict,
     RunNotFound,
 )
-from ..events import MODEL_FINISHED, MODEL_STARTED, dumps, now_ms
-from ..records import RunRecord, RunStatus, agui_usage
 from .bodies import read_json
 from .sse import KEEP_ALIVE_COMMENT, SSEResponse, message
 from .stream import KeepAlive

@@ -1,6 +1,6 @@
 """``create_agent_unit``: the HTTP API of DESIGN.md as one Starlette app (an ASGI callable).
 
-Every route goes through the one :class:`~agent_unit.engine.RunEngine`; every error is JSON
+Every route goes through the one :class:`~agent_unit.RunEngine`; every error is JSON
 ``{"error": {"code", "message"}}`` with its status, and nothing else (no stack trace) ever
 reaches a client. The app needs no lifespan: serverless hosts run lifespan per invocation,
 and a mounted sub-app gets none, so anything it needs starts on the first request.
@@ -25,9 +25,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from .. import env, telemetry
-from ..agent import Agent
+from .._agent import Agent
+from .._engine import RunEngine
+from .._host import SERVER, Host, current_host, entered_host, use_host
+from .._ids import is_id
+from .._records import RunRecord
+from .._scheduler import Scheduler
 from ..discovery import discover_agents
-from ..engine import RunEngine
 from ..env import drain
 from ..errors import (
     AgentUnitError,
@@ -38,10 +42,6 @@ from ..errors import (
     MethodNotAllowed,
     RouteNotFound,
 )
-from ..host import SERVER, Host, current_host, entered_host, use_host
-from ..ids import is_id
-from ..records import RunRecord
-from ..scheduler import Scheduler
 from .auth import Authorize, check_secret, load_authorize, production
 from .bodies import read_json, refuse_non_json
 from .gateway import Gateway
@@ -159,7 +159,7 @@ def create_agent_unit(
     yields, and event streams return the events stored so far.
     ``tasks`` (``{name: {"schedule", "handler"}}``, as ``[tasks.NAME]``) run on the in-process
     scheduler from the lifespan's start, each tick claimed once across servers in the store.
-    ``host`` (:class:`~agent_unit.host.Host`; default the one of :func:`~agent_unit.host.use_host`
+    ``host`` (:class:`~agent_unit.Host`; default the one of :func:`~agent_unit.use_host`
     around this call, else a plain server's) says what the host provides: the engine gets it, a
     run that yields continues through ``host.continues`` under the unit's own path, and
     ``buffered``, ``secret``, ``require_secret`` and ``allowed_hosts`` default to its answers.

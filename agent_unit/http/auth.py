@@ -10,7 +10,8 @@ from typing import Any
 
 from starlette.requests import Request
 
-from .. import env, jsontext
+from .. import _jsontext as jsontext
+from .. import env
 from ..errors import Forbidden, Unauthorized
 
 __all__ = ["Authorize", "Forbidden", "Unauthorized", "answerer", "check_secret", "load_authorize"]

@@ -27,10 +27,10 @@ from typing import Any
 
 from starlette.requests import Request
 
-from ..agent import Agent
-from ..engine import RunEngine
+from .._agent import Agent
+from .._engine import RunEngine
+from .._records import RunRecord
 from ..errors import RunNotFound, Unauthorized
-from ..records import RunRecord
 from .auth import Authorize, answerer, authorize
 from .guard import foreign_host, foreign_page
 from .hostnames import HostNames

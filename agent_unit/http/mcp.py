@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._records import RunRecord, RunStatus
 from ..errors import (
     AgentNotFound,
     AgentUnitError,
@@ -36,7 +37,6 @@ from ..errors import (
     McpToolClash,
     McpUnavailable,
 )
-from ..records import RunRecord, RunStatus
 from .bodies import read_body, require_json
 from .responses import JSONResponse
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from mcp.server import ServerRequestContext
     from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool
 
-    from ..agent import Agent
+    from .._agent import Agent
     from .gateway import Gateway
 
 __all__ = ["RESUME_TOOL", "app", "tool_input_schema"]

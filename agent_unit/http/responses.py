@@ -1,6 +1,6 @@
 """``JSONResponse`` that always encodes: every JSON body of the HTTP API goes through it.
 
-Values are checked where they are made (``agent_unit.jsontext``) and every store refuses a
+Values are checked where they are made (``agent_unit._jsontext``) and every store refuses a
 lone surrogate, so none should reach a response. This is the last line behind that rule: if
 one did, Starlette's response would raise while rendering (a 500); here it is written as its
 JSON escape (``\\ud800``), as :func:`.sse.utf8` writes it in event streams.
@@ -14,7 +14,7 @@ from typing import Any
 from pydantic_core import PydanticSerializationError
 from starlette import responses
 
-from ..records import RunRecord
+from .._records import RunRecord
 
 __all__ = ["JSONResponse", "run_response"]
 

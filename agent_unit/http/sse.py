@@ -19,8 +19,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from starlette.types import Receive, Scope, Send
 
+from .._records import StoredEvent
 from ..errors import StoreUnavailable
-from ..records import StoredEvent
 from .stream import StreamItem
 
 __all__ = ["KEEP_ALIVE_COMMENT", "SSEResponse", "event_messages", "message", "utf8"]

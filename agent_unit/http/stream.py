@@ -15,8 +15,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Final
 
-from ..engine import RunEngine
-from ..records import FINISHED, RunStatus, StoredEvent
+from .._engine import RunEngine
+from .._records import FINISHED, RunStatus, StoredEvent
 
 __all__ = ["KEEP_ALIVE", "PARKED", "KeepAlive", "StreamItem", "read_stream"]
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ..errors import ItemTooLarge, LeaseLost, RunConflict, RunNotFound, StoreConfigError
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from .protocol import TICK_MEMORY
 from .rows import check_text, run_from_row, run_row, value_error
 from .urls import options, unavailable

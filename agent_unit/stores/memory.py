@@ -11,8 +11,8 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ..errors import LeaseLost, RunConflict, RunNotFound
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from .protocol import TICK_MEMORY
 from .rows import check_text, check_writes, run_row
 

@@ -22,8 +22,8 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._listen import HEARING, Listener
 from ._pg_pool import Connections
 from .protocol import TICK_MEMORY

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 
 __all__ = ["TICK_MEMORY", "Store"]
 

@@ -28,8 +28,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any, TypeVar, cast
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
+from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ._listen import HEARING, Listener
 from .protocol import TICK_MEMORY
 from .rows import VALUE_ERRORS, run_from_row, run_row, value_error

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
+from .._records import DATA_FIELDS, JournalEntry, RunRecord
 from ..errors import StoreValueError
-from ..records import DATA_FIELDS, JournalEntry, RunRecord
 
 _INCLUDE: set[str] = set(DATA_FIELDS)  # pydantic takes a set, not a frozenset
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreUnavailable
-from ..records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from . import DEFAULT_STORE_PATH
 from ._checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, THREADS, WalCheckpointer
 from .protocol import TICK_MEMORY

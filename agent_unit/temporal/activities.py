@@ -1,6 +1,6 @@
 """The activities of :class:`~agent_unit.temporal.workflow.RunWorkflow`: the agent runs in here.
 
-Each activity executes the run in this worker with the native :class:`~agent_unit.engine.RunEngine`
+Each activity executes the run in this worker with the native :class:`~agent_unit.RunEngine`
 until it parks or ends: the journal is read from the store and replayed, so a retried activity
 (its worker died, Temporal gave it to another) repeats no finished step, model call or tool call.
 The engine's lease on the run fences a worker that Temporal gave up on but that still runs.
@@ -16,9 +16,9 @@ from typing import Any
 
 from temporalio import activity
 
-from ..engine import RunEngine
+from .._engine import RunEngine
+from .._records import RunRecord, RunStatus
 from ..errors import NotInterrupted, RunConflict, RunNotFound
-from ..records import RunRecord, RunStatus
 from .workflow import ADVANCE, CANCEL, DELETED, EXPIRE, RESUME
 
 __all__ = ["GONE", "RunActivities", "outcome"]

@@ -1,6 +1,6 @@
 """``TemporalEngine``: the engine of an app whose runs Temporal drives (``[temporal]`` in the config).
 
-It is a :class:`~agent_unit.engine.RunEngine` for everything that reads (runs, events, the
+It is a :class:`~agent_unit.RunEngine` for everything that reads (runs, events, the
 manifest) and for messages; what changes where a run stands goes through Temporal:
 
 - ``start`` stores the run (queued) and starts its workflow (workflow id = run id);
@@ -23,14 +23,14 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import events as ev
+from .. import _events as ev
 from .. import telemetry
-from ..answers import check_answer
-from ..deadlines import late_answer
-from ..engine import RunEngine, SweepResult
+from .._answers import check_answer
+from .._deadlines import late_answer
+from .._engine import RunEngine, SweepResult
+from .._limits import Limits
+from .._records import RunRecord, RunStatus
 from ..errors import EngineUnavailable, NotInterrupted, RunConflict
-from ..limits import Limits
-from ..records import RunRecord, RunStatus
 from .settings import TemporalSettings
 from .workflow import AGENT, CONFLICT, EXPIRED, RUN_WORKFLOW, STATUS, THREAD
 
@@ -45,7 +45,7 @@ _MOVING = (RunStatus.queued, RunStatus.running)
 
 
 class TemporalEngine(RunEngine):
-    """A :class:`~agent_unit.engine.RunEngine` whose runs are Temporal workflows (see the module).
+    """A :class:`~agent_unit.RunEngine` whose runs are Temporal workflows (see the module).
 
     ``temporal``: the server; ``worker``: also run a worker in this process from
     ``start_background()`` until ``aclose()``; ``client``: a connected client to use (tests).

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..durations import Duration, parse_duration
+from .._durations import Duration, parse_duration
 from ..env import expand
 from ..errors import ConfigError, EngineUnavailable
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..engine import RunEngine
+from .._engine import RunEngine
 from .activities import RunActivities
 from .settings import TemporalSettings, temporal_settings
 from .workflow import RunWorkflow
@@ -80,7 +80,7 @@ async def serve_worker(
 ) -> None:
     """Run a worker alone (``agent-unit worker``) for ``agents`` over ``store`` until cancelled.
 
-    ``engine_options`` go to the :class:`~agent_unit.engine.RunEngine` that executes the runs
+    ``engine_options`` go to the :class:`~agent_unit.RunEngine` that executes the runs
     (``budget``, ``adapters``, ``broken``...); it never sweeps, and its lease lasts a heartbeat.
     """
     settings = temporal_settings(temporal)

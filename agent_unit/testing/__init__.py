@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent import Agent
-from ..clock import ManualClock
-from ..durations import Duration, parse_duration
-from ..engine import RunEngine
+from .._agent import Agent
+from .._clock import ManualClock
+from .._durations import Duration, parse_duration
+from .._engine import RunEngine
+from .._host import Host
+from .._records import RunRecord, StoredEvent
 from ..env import drain
 from ..errors import AdapterCheckFailed
-from ..host import Host
-from ..records import RunRecord, StoredEvent
 from ..run import current_run
 from ..stores import Store
 from ..stores.memory import MemoryStore
@@ -87,7 +87,7 @@ class TestUnit:
 
 
 HOST = Host(name="test")
-"""The test unit's :class:`~agent_unit.host.Host`: a server's answers; its manual clock means no
+"""The test unit's :class:`~agent_unit.Host`: a server's answers; its manual clock means no
 sweep or timer runs by itself (``advance()`` moves time), and ``wait_until`` work is drained
 before each call returns."""
 
@@ -191,7 +191,7 @@ async def assert_adapter(
 async def execute_again(unit: TestUnit, run_id: str) -> None:
     """Execute a finished run again from its journal in ``unit`` (a new engine), as a recovery would:
     every journaled step answers from the journal, so nothing it did runs twice."""
-    from ..records import RunStatus
+    from .._records import RunStatus
 
     record = await unit.get(run_id)
     expected = record.version

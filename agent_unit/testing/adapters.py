@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import RunRecord, RunStatus
+from .._records import RunRecord, RunStatus
 from ..run import current_run, idempotency_key
 from . import create_test_unit, execute_again
 
@@ -419,7 +419,7 @@ def _start_and_kill(suite: AdapterSuite, db: Path, log: Path, marker: Path) -> s
 async def _recover(suite: AdapterSuite, db: Path, run_id: str) -> RunRecord:
     """A new engine over the file whose sweep recovers the run: at once (the killed child was on
     this machine), or once its lease has lapsed."""
-    from ..engine import RunEngine
+    from .._engine import RunEngine
     from ..stores.sqlite import SQLiteStore
 
     engine = RunEngine(suite.load(), SQLiteStore(db), lease_ttl="1s", background_sweep=False, adapters=suite.adapters)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..asgi import is_asgi
+from .._asgi import is_asgi
 
 __all__ = ["assert_server_preset"]
 

@@ -55,7 +55,7 @@ async def one_step(i: int, run: Run) -> int:
 async def appends(engine: RunEngine, n: int) -> dict[str, object]:
     from datetime import UTC, datetime
 
-    from agent_unit.records import JournalEntry, RunRecord
+    from agent_unit.runtime import JournalEntry, RunRecord
 
     now = datetime.now(UTC)
     record = RunRecord(

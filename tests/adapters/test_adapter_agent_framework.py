@@ -14,10 +14,10 @@ from agent_framework import Agent, Message
 from pydantic import BaseModel, TypeAdapter
 
 from agent_unit import RunStatus
+from agent_unit._events import MODEL_FINISHED, MODEL_STARTED
+from agent_unit._records import record_usage
 from agent_unit.adapters.agent_framework import adapter
 from agent_unit.adapters.registry import builtin_adapters
-from agent_unit.events import MODEL_FINISHED, MODEL_STARTED
-from agent_unit.records import record_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit

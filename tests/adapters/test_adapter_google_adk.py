@@ -19,11 +19,11 @@ from google.genai import types
 from pydantic import TypeAdapter
 
 from agent_unit import RunStatus, use_run
+from agent_unit._events import MODEL_FINISHED, MODEL_STARTED
+from agent_unit._records import agui_usage
 from agent_unit.adapters.google_adk import REJECTED, adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.errors import InvalidAnswer, InvalidInput
-from agent_unit.events import MODEL_FINISHED, MODEL_STARTED
-from agent_unit.records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit

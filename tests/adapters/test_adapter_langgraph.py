@@ -14,9 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import TypeAdapter
 
 from agent_unit import RunStatus
+from agent_unit._records import record_usage
 from agent_unit.adapters.langgraph import adapter as langgraph_adapter
 from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
-from agent_unit.records import record_usage
 from agent_unit.run import RunState
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore

@@ -14,11 +14,11 @@ from agents import Agent, handoff
 from pydantic import BaseModel, TypeAdapter
 
 from agent_unit import RunStatus
+from agent_unit._events import MODEL_FINISHED, MODEL_STARTED
+from agent_unit._records import agui_usage
 from agent_unit.adapters.openai_agents import adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.errors import InvalidInput
-from agent_unit.events import MODEL_FINISHED, MODEL_STARTED
-from agent_unit.records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit

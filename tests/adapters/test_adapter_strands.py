@@ -20,9 +20,9 @@ from strands import Agent, ToolContext, tool
 from strands.hooks import BeforeToolCallEvent, BeforeToolsEvent
 
 from agent_unit import RunStatus, use_run
+from agent_unit._records import record_usage
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.adapters.strands import adapter
-from agent_unit.records import record_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit

@@ -15,9 +15,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_unit import RunStatus, create_agent_unit, define_agent
+from agent_unit._prices import Prices
 from agent_unit.discovery import discover_agents
 from agent_unit.errors import InvalidArgument
-from agent_unit.prices import Prices
 from agent_unit.testing import create_test_unit, execute_again
 
 from ..conftest import StoreFactory

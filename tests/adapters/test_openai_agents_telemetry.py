@@ -23,7 +23,7 @@ from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund
 from ..support.otel_spans import Spans
 
 SDK_SCOPE = "openinference.instrumentation.openai_agents"
-BRIDGE_MODULES = ("openinference", "agent_unit.otel", "agent_unit.adapters.openai_agents_tracing")
+BRIDGE_MODULES = ("openinference", "agent_unit._otel", "agent_unit.adapters.openai_agents_tracing")
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_unit import RunStatus, create_agent_unit
+from agent_unit._limits import Limits
 from agent_unit.errors import InvalidArgument
-from agent_unit.limits import Limits
 from agent_unit.testing import create_test_unit, execute_again
 
 from ..conftest import StoreFactory

@@ -191,7 +191,7 @@ def test_dev_restarts_for_the_projects_python_and_configuration_only(tmp_path: P
         "agents/__pycache__/late.cpython-311.pyc": False,
         "agents/.#late.py": False,
         ".output/server/app/agents/late.py": False,
-        ".output/server/vendor/agent_unit/engine.py": False,
+        ".output/server/vendor/agent_unit/_engine.py": False,
         ".agent-unit/agent-unit.db": False,
         ".venv/lib/python3.11/site-packages/x.py": False,
         "venv/lib/x.py": False,

@@ -10,7 +10,7 @@ from ag_ui.core import Event
 from pydantic import TypeAdapter
 
 from agent_unit import Run, RunStatus, define_agent, use_run
-from agent_unit.records import agui_usage
+from agent_unit._records import agui_usage
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit

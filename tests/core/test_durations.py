@@ -2,7 +2,7 @@ from datetime import timedelta
 
 import pytest
 
-from agent_unit.durations import parse_duration
+from agent_unit._durations import parse_duration
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from agent_unit import (
     RunStatus,
     define_agent,
 )
-from agent_unit.records import RunRecord
+from agent_unit._records import RunRecord
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.testing import create_test_unit
 
@@ -368,7 +368,7 @@ async def test_failure_is_recorded_with_an_error_event() -> None:
 
 
 async def test_text_deltas_within_the_window_are_merged() -> None:
-    from agent_unit.events import EventBuffer
+    from agent_unit._events import EventBuffer
 
     batched, unbatched = EventBuffer(50), EventBuffer(0)
     for buffer in (batched, unbatched):
@@ -512,7 +512,7 @@ async def test_a_renewal_in_flight_never_costs_the_outcome_save() -> None:
 async def test_answer_classes_are_never_imported_from_the_store() -> None:
     import sys
 
-    from agent_unit.answers import resolve_type_ref
+    from agent_unit._answers import resolve_type_ref
 
     assert "this_module_does_not_exist" not in sys.modules
     assert resolve_type_ref("this_module_does_not_exist:Anything", {}) is None
@@ -530,11 +530,11 @@ def test_a_tool_approval_is_checked_in_a_fresh_process_that_cannot_import_jsonsc
     script = """
 import sys
 sys.modules["jsonschema"] = None  # as in a Worker: importing it fails
-from agent_unit.answers import check_answer
+from agent_unit._answers import check_answer
 from agent_unit.errors import InvalidAnswer
-from agent_unit.records import Interrupt, RunRecord
+from agent_unit._records import Interrupt, RunRecord
 from pydantic import TypeAdapter
-from agent_unit.answers import type_ref
+from agent_unit._answers import type_ref
 from agent_unit.adapters.approval import ApprovalAnswer  # the answer type ask_approval gives run.interrupt
 ref, schema = type_ref(ApprovalAnswer), TypeAdapter(ApprovalAnswer).json_schema()
 del sys.modules["agent_unit.adapters.approval"]  # the resuming process has not run the agent yet

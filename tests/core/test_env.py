@@ -15,8 +15,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from agent_unit import Run, create_agent_unit, define_agent
+from agent_unit._host import Host, use_host
 from agent_unit.env import drain, env, pending, wait_until
-from agent_unit.host import Host, use_host
 from agent_unit.testing import create_test_unit
 
 from ..hosts.test_mangum import Context, http_api_event

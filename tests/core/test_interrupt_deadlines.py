@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from agent_unit import Run, RunStatus, define_agent
-from agent_unit.clock import ManualClock
+from agent_unit._clock import ManualClock
 from agent_unit.errors import InterruptExpired
 from agent_unit.testing import create_test_unit
 

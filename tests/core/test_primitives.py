@@ -131,7 +131,7 @@ async def test_failed_steps_are_journaled_and_reraised_on_replay(effects: Effect
 
 
 async def test_unimportable_error_types_replay_as_step_failed() -> None:
-    from agent_unit.codec import rebuild_error
+    from agent_unit._codec import rebuild_error
     from agent_unit.errors import StepFailed
 
     error = rebuild_error({"type": "nowhere.Missing", "message": "gone", "step": "s"})
@@ -545,7 +545,7 @@ async def test_answers_are_validated_by_their_class_where_it_can_be_imported() -
 
 
 async def test_replayed_errors_keep_their_type_and_arguments() -> None:
-    from agent_unit.codec import encode_error, rebuild_error
+    from agent_unit._codec import encode_error, rebuild_error
 
     for error in (KeyError("order"), PaymentDeclined("card", 402), ValueError()):
         rebuilt = rebuild_error(encode_error(error, "s"))
@@ -667,7 +667,7 @@ class HTTPStatusError(Exception):
 
 
 async def test_a_replayed_error_never_differs_from_the_first_run() -> None:
-    from agent_unit.codec import encode_error, rebuild_error
+    from agent_unit._codec import encode_error, rebuild_error
 
     rebuilt = rebuild_error(encode_error(HTTPStatusError(503, "busy"), "s"))
     assert type(rebuilt) is HTTPStatusError and str(rebuilt) == "HTTP 503: busy"

@@ -12,7 +12,7 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 from agent_unit import RunConflict, RunEngine, RunStatus
-from agent_unit.clock import ManualClock
+from agent_unit._clock import ManualClock
 from agent_unit.stores.sqlite import SQLiteStore
 
 from ..support.process_agents import AGENTS

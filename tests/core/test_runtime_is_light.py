@@ -42,7 +42,7 @@ def test_a_workers_entry_imports_nothing_heavy_until_its_first_request() -> None
     code = (
         "import sys\n"
         "from tests.hosts.cloudflare.workers_sim import WorkersSim\n"
-        "from agent_unit.clock import ManualClock\n"
+        "from agent_unit._clock import ManualClock\n"
         "WorkersSim(ManualClock())\n"
         "from agent_unit.hosts.cloudflare import create_worker\n"
         "create_worker(lambda: {})\n"
@@ -63,8 +63,8 @@ def test_a_lambda_handler_imports_no_pydantic_engine_or_asyncio_at_its_cold_star
         "lambda_handler(lambda: None, tasks={}, host=host)\n"
         "import agent_unit\n"
         "loaded = {m.split('.')[0] for m in sys.modules} | set(sys.modules)\n"
-        "print(sorted(loaded & {'pydantic', 'pydantic_core', 'asyncio', 'agent_unit.engine', 'agent_unit.records',"
-        " 'agent_unit.http', 'agent_unit.tasks'}))"
+        "print(sorted(loaded & {'pydantic', 'pydantic_core', 'asyncio', 'agent_unit._engine', 'agent_unit._records',"
+        " 'agent_unit.http', 'agent_unit._tasks'}))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

@@ -13,11 +13,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_unit import create_agent_unit
-from agent_unit.clock import ManualClock
+from agent_unit._clock import ManualClock
+from agent_unit._scheduler import Scheduler
+from agent_unit._tasks import Task, load_handler, run_task, tasks_from_config
 from agent_unit.errors import ConfigError, StoreUnavailable, TaskError
-from agent_unit.scheduler import Scheduler
 from agent_unit.stores.memory import MemoryStore
-from agent_unit.tasks import Task, load_handler, run_task, tasks_from_config
 from agent_unit_cli.config import load_config
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday, 08:00 UTC

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from agent_unit import RetryPolicy, Run, RunEngine, RunStatus, define_agent, telemetry
-from agent_unit.durable import Durable
+from agent_unit._durable import Durable
 from agent_unit.stores.memory import MemoryStore
 
 from ..support.otel_spans import Spans

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agent_unit import Run, RunEngine, define_agent, telemetry
+from agent_unit._records import RunRecord
 from agent_unit.errors import EngineUnavailable, InvalidAnswer, NotInterrupted, RunConflict
-from agent_unit.records import RunRecord
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.temporal import TemporalEngine, TemporalSettings
 

@@ -11,7 +11,7 @@ import weakref
 
 import pytest
 
-from agent_unit import threads
+from agent_unit import _threads as threads
 
 name: contextvars.ContextVar[str] = contextvars.ContextVar("name", default="none")
 

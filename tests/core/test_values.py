@@ -24,8 +24,8 @@ from agent_unit import (
     UnstorableValue,
     define_agent,
 )
+from agent_unit._records import RunRecord
 from agent_unit.errors import InvalidArgument, StoreUnavailable
-from agent_unit.records import RunRecord
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import TestUnit, create_test_unit

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_unit import InvalidAnswer, InvalidInput, Run, RunStatus, define_agent
-from agent_unit.jsontext import MAX_DEPTH
+from agent_unit._jsontext import MAX_DEPTH
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import TestUnit, create_test_unit

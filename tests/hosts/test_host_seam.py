@@ -13,10 +13,10 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from agent_unit import Host, Run, RunStatus, create_agent_unit, define_agent, use_host
+from agent_unit._tasks import tasks_from_config
 from agent_unit.env import env, wait_until
 from agent_unit.hosts import aws_lambda, cloudflare, server, vercel
 from agent_unit.stores.memory import MemoryStore
-from agent_unit.tasks import tasks_from_config
 from agent_unit.testing import HOST as TEST_HOST
 from agent_unit.testing import create_test_unit
 

@@ -968,8 +968,8 @@ async def test_the_project_configuration_names_the_default_agent(tmp_path: Path)
 def test_an_agents_streamed_text_is_one_message_of_the_history_however_many_deltas_it_came_in() -> None:
     from datetime import UTC, datetime
 
+    from agent_unit._records import RunRecord, RunStatus
     from agent_unit.http.a2a_shapes import history
-    from agent_unit.records import RunRecord, RunStatus
 
     now = datetime.now(UTC)
     record = RunRecord(

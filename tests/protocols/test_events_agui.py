@@ -51,7 +51,7 @@ def test_step_events_are_written_as_the_json_encoder_writes_them() -> None:
     """Step events take a template (two per step); any other shape of the same keys goes to the encoder."""
     from ag_ui.core import EventType
 
-    from agent_unit.events import dumps
+    from agent_unit._events import dumps
 
     encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
     for event in (

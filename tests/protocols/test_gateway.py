@@ -12,9 +12,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agent_unit import create_agent_unit
+from agent_unit._records import StoredEvent
 from agent_unit.http.gateway import Gateway
 from agent_unit.http.stream import KeepAlive
-from agent_unit.records import StoredEvent
 
 from ..support.http_agents import AGENTS
 

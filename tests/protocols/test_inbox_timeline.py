@@ -24,8 +24,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agent_unit import RunEngine
-from agent_unit.ids import new_id
-from agent_unit.records import RunRecord, RunStatus
+from agent_unit._ids import new_id
+from agent_unit._records import RunRecord, RunStatus
 from agent_unit.stores.sqlite import SQLiteStore
 
 from ..support import fetch

@@ -14,10 +14,10 @@ import pytest
 from starlette.datastructures import Headers
 
 from agent_unit import Run, RunEngine, RunStatus, create_agent_unit, define_agent, telemetry
-from agent_unit.answers import check_answer
+from agent_unit._answers import check_answer
+from agent_unit._records import Interrupt, RunRecord
 from agent_unit.errors import InvalidAnswer
 from agent_unit.http.headers import header
-from agent_unit.records import Interrupt, RunRecord
 from agent_unit.stores.memory import MemoryStore
 
 
@@ -204,8 +204,8 @@ def test_a_yes_or_no_answer_is_checked_without_jsonschema() -> None:
     script = """
 import sys
 sys.modules["jsonschema"] = None  # importing it fails: it must not be needed
-from agent_unit.answers import check_answer
-from agent_unit.records import Interrupt, RunRecord
+from agent_unit._answers import check_answer
+from agent_unit._records import Interrupt, RunRecord
 record = RunRecord.model_construct(interrupt=Interrupt.model_construct(name="q", answer_schema={"type": "boolean"}))
 print(check_answer(record, True), check_answer(record, False))
 """

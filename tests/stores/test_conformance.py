@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agent_unit._ids import new_id
+from agent_unit._records import JournalEntry, RunRecord, RunStatus
 from agent_unit.errors import LeaseLost, RunConflict, RunNotFound, StoreUnavailable, StoreValueError
-from agent_unit.ids import new_id
-from agent_unit.records import JournalEntry, RunRecord, RunStatus
 from agent_unit.stores import Store
 from agent_unit.stores.urls import safe_url
 

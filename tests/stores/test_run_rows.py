@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from agent_unit.limits import Limits
-from agent_unit.records import Answer, Interrupt, RetryMark, RunError, RunRecord, RunStatus
+from agent_unit._limits import Limits
+from agent_unit._records import Answer, Interrupt, RetryMark, RunError, RunRecord, RunStatus
 from agent_unit.stores.rows import run_from_row, run_row
 
 

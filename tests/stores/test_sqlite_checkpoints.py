@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit.records import JournalEntry, RunStatus
+from agent_unit._records import JournalEntry, RunStatus
 from agent_unit.stores import _checkpoint
 from agent_unit.stores.sqlite import SQLiteStore
 

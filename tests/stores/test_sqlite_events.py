@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_unit import Run, define_agent
+from agent_unit._records import JournalEntry, RunStatus
 from agent_unit.errors import LeaseLost, RunConflict
-from agent_unit.records import JournalEntry, RunStatus
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 

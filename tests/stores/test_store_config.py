@@ -7,8 +7,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_unit import create_agent_unit
+from agent_unit._records import JournalEntry
 from agent_unit.errors import StoreConfigError, StoreUnavailable
-from agent_unit.records import JournalEntry
 from agent_unit.stores import open_store
 
 from ..support.server import free_port

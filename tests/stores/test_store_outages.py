@@ -82,7 +82,7 @@ async def test_a_request_is_answered_while_another_waits_for_a_locked_sqlite_fil
 async def test_a_step_waits_for_a_briefly_locked_file_without_failing_and_the_file_can_be_opened(
     tmp_path: Path,
 ) -> None:
-    from agent_unit.records import JournalEntry
+    from agent_unit._records import JournalEntry
     from agent_unit.stores.sqlite import SQLiteStore
 
     from .test_conformance import make_record
@@ -197,7 +197,7 @@ class ShiftedClock:
 async def test_a_tick_due_while_the_sqlite_file_stays_locked_runs_once_the_lock_clears(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from agent_unit.scheduler import Scheduler
+    from agent_unit._scheduler import Scheduler
     from agent_unit.stores.sqlite import SQLiteStore
 
     ticks_ran.clear()

@@ -18,7 +18,7 @@ import time
 from datetime import datetime, timedelta
 
 from agent_unit import create_agent_unit
-from agent_unit.clock import ManualClock
+from agent_unit._clock import ManualClock
 
 
 def beat(name: str, scheduled_at: datetime) -> None:

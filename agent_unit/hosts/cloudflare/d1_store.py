@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ..._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ...errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
-from ...records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ...stores.protocol import TICK_MEMORY
 from ...stores.rows import (
     RUN_COLUMNS,

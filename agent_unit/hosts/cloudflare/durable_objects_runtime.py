@@ -33,9 +33,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..._host import Host, use_host
+from ..._records import RunStatus
 from ...errors import RunConflict, RunNotFound
-from ...host import Host, use_host
-from ...records import RunStatus
 from .durable_objects_store import DurableObjectsStore, IndexStorage, RunStorage, answer
 
 __all__ = ["durable_object_classes"]

@@ -18,8 +18,8 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ..._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ...errors import LeaseLost, RunConflict, RunNotFound, StoreUnavailable, StoreValueError
-from ...records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ...stores.protocol import TICK_MEMORY
 from ...stores.rows import (
     RUN_COLUMNS,

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from ...host import Host, use_host
+from ..._host import Host, use_host
 from .bindings import WorkerBindings
 
 __all__ = ["HOST", "cloudflare_host", "hand_to_wait_until", "serve"]

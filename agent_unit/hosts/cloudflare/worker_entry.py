@@ -16,7 +16,7 @@ Both serve through the Workers ASGI adapter (:func:`.invocation.serve`). It runs
 lifespan around every request: agent-unit's own app needs none and is served without it; a
 user's own app (``server``) gets its lifespan around each request. Each request, cron and alarm
 runs inside ``use_host`` with :func:`.invocation.cloudflare_host` (the Worker's
-:class:`~agent_unit.host.Host` with that invocation's bindings and ``waitUntil``), so a user's own
+:class:`~agent_unit.Host` with that invocation's bindings and ``waitUntil``), so a user's own
 app imported there gets its units on it. Crons run tasks from ``scheduled``: ``crons`` maps each
 Cron Trigger (in Cloudflare's own syntax, as ``wrangler.jsonc`` lists it) to task names, and each
 tick is claimed once in the store, so a repeated delivery runs nothing.
@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ... import env as agent_env
-from ...host import Host, OnContinue, entered_host, use_host
+from ..._host import Host, OnContinue, entered_host, use_host
 from .durable_objects_runtime import durable_object_classes
 from .durable_objects_store import DurableObjectsStore
 from .forward import forward
@@ -95,7 +95,7 @@ class Worker:
         unit_options: dict[str, Any],
         host: Host = HOST,
     ) -> None:
-        from ...tasks import tasks_from_config
+        from ..._tasks import tasks_from_config
 
         if runtime not in ("durable-objects", "default"):
             raise ValueError(f"unknown runtime {runtime!r}: use 'durable-objects' or 'default'")
@@ -209,7 +209,7 @@ class Worker:
 
     async def scheduled(self, controller: Any, worker_env: Any, ctx: Any = None) -> None:
         """The Worker's ``scheduled``: run the tasks (and the sweep) of the Cron Trigger that fired."""
-        from ...scheduler import run_host_tick
+        from ..._scheduler import run_host_tick
 
         at = datetime.fromtimestamp(float(controller.scheduledTime) / 1000, UTC)
         names = self.crons.get(str(controller.cron), ())

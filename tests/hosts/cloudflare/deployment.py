@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent_unit.clock import ManualClock
+from agent_unit._clock import ManualClock
 
 from . import agents as fixtures
 from .workers_sim import Request, Response, WorkersSim

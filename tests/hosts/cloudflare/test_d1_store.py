@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_unit._records import JournalEntry
 from agent_unit.errors import RunConflict, StoreConfigError, StoreUnavailable
 from agent_unit.hosts.cloudflare.d1_store import D1Store
-from agent_unit.records import JournalEntry
 from agent_unit.stores import open_store
 
 from ...stores.test_conformance import make_record

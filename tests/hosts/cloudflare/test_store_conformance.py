@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agent_unit.clock import ManualClock
+from agent_unit._clock import ManualClock
 from agent_unit.hosts.cloudflare.durable_objects_store import DurableObjectsStore
 
 from ...stores import test_conformance as conformance

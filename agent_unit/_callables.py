@@ -12,11 +12,11 @@ import types
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .codec import UNTYPED
-from .threads import run_in_thread
+from ._codec import UNTYPED
+from ._threads import run_in_thread
 
 if TYPE_CHECKING:
-    from .execution import Execution
+    from ._execution import Execution
 
 __all__ = ["call", "is_async", "return_annotation", "start", "wants_context"]
 
@@ -81,7 +81,7 @@ async def call(
     (the caller passes ``agent_unit.run.STEP_THREADS``, which a host without threads turns off).
 
     A thread cannot be stopped: if the await is cancelled (the run was cancelled) while ``fn``
-    still runs, ``execution`` is told (:meth:`~agent_unit.execution.Execution.abandon`, as step
+    still runs, ``execution`` is told (:meth:`~agent_unit._execution.Execution.abandon`, as step
     ``abandoned``), so a cancel can say the step is still settling until the thread is done."""
     if threads and not is_async(fn):
         # As FastAPI does for `def` endpoints: blocking work runs in a worker thread,

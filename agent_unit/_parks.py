@@ -3,13 +3,13 @@
 Parking (an interrupt, a sleep, a budget yield, a cancellation) raises a :class:`Park`, a
 ``BaseException``, so an ``except Exception:`` in user code cannot swallow it. They are control
 flow, not errors: the engine catches them and saves the run's new status. They live apart from
-:mod:`agent_unit.run` (which raises them from the primitives) and :mod:`agent_unit.execution`
+:mod:`agent_unit.run` (which raises them from the primitives) and :mod:`agent_unit._execution`
 (which raises them when the run is cancelled or out of budget), so neither imports the other.
 """
 
 from __future__ import annotations
 
-from .records import Interrupt, JournalEntry
+from ._records import Interrupt, JournalEntry
 
 __all__ = ["Cancelled", "Interrupted", "Park", "Sleeping", "Yielded"]
 

@@ -8,7 +8,7 @@ that would pass a limit is not made: the run parks at a ``limit-reached`` interr
 raised limits (``{"total_tokens": 5000}``) to go on, or fails with
 :class:`~agent_unit.errors.LimitReached`, as ``on_limit`` says. The raised limits are the
 interrupt's journaled answer, so a replay raises them at the same point. A cost limit
-(``cost_usd``) prices the usage with the deployment's :class:`~agent_unit.prices.Prices`; a model
+(``cost_usd``) prices the usage with the deployment's :class:`~agent_unit._prices.Prices`; a model
 that nothing prices stops the run at the limit too (``used`` is null, ``unpriced`` names it): its
 cost cannot be known, so the limit cannot be kept.
 """
@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._prices import Prices
+from ._usage import merge_usage
 from .errors import InvalidArgument
-from .prices import Prices
-from .usage import merge_usage
 
 __all__ = ["LIMIT_REACHED", "Limits", "cost", "first_passed", "totals"]
 

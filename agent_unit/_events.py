@@ -16,7 +16,7 @@ import json
 import time
 from typing import Any
 
-from .jsontext import scrub
+from ._jsontext import scrub
 
 __all__ = ["MODEL_FINISHED", "MODEL_STARTED", "EventBuffer", "dumps"]
 

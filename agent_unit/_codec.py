@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from . import jsontext
+from . import _jsontext as jsontext
 from .errors import VALUE_ERRORS, StepFailed, StepResultError
 
 __all__ = ["UNTYPED", "answer_schema", "decode", "encode", "encode_error", "error_event", "rebuild_error"]

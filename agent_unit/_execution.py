@@ -13,16 +13,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ._events import EventBuffer
+from ._parks import Cancelled, Yielded
+from ._prices import Prices
+from ._records import JournalEntry, RunRecord
+from ._retries import stored_key
 from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, StoreUnavailable
-from .events import EventBuffer
-from .parks import Cancelled, Yielded
-from .prices import Prices
-from .records import JournalEntry, RunRecord
-from .retries import stored_key
 from .stores import Store
 
 if TYPE_CHECKING:
-    from .otel import ExecutionTelemetry
+    from ._otel import ExecutionTelemetry
 
 __all__ = ["Execution"]
 
@@ -152,7 +152,7 @@ class Execution:
     async def commit(self, entry: JournalEntry, *events: dict[str, Any]) -> None:
         """Journal one finished piece of work with the events waiting for it: one transaction.
 
-        Work a retry runs again is stored under its key for that retry (see :mod:`agent_unit.retries`).
+        Work a retry runs again is stored under its key for that retry (see :mod:`agent_unit._retries`).
         """
         if self.record.retry is not None:
             entry = JournalEntry(stored_key(entry.key, self.record.retry), entry.value, entry.error, entry.meta)

@@ -20,7 +20,7 @@ import os
 import socket
 from functools import cache
 
-from .ids import new_id
+from ._ids import new_id
 
 __all__ = ["owner_is_gone", "process_owner"]
 

@@ -18,8 +18,8 @@ from typing import Any, cast, overload
 
 from pydantic import TypeAdapter, ValidationError
 
+from ._limits import Limits
 from .errors import InvalidInput
-from .limits import Limits
 
 __all__ = ["Agent", "FrameworkAgent", "define_agent"]
 
@@ -135,7 +135,7 @@ def define_agent(
 ) -> Agent | FrameworkAgent | Callable[[AgentFn], Agent]:
     """Make ``fn`` an agent: ``@define_agent``, ``@define_agent(description=...)`` or ``define_agent(fn)``.
 
-    ``limits`` (``{"total_tokens": 50_000}``, or a :class:`~agent_unit.limits.Limits`): what each
+    ``limits`` (``{"total_tokens": 50_000}``, or a :class:`~agent_unit._limits.Limits`): what each
     run of it may spend; the deployment's ``[limits]`` hold too (the lower of each wins), and a
     start request may only lower them. ``define_agent(framework_agent, limits=...)`` gives a
     framework's agent (an object, not a function) the same options; its adapter runs it."""

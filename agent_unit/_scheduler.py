@@ -25,7 +25,7 @@ missed ticks are skipped, with a log line. A deploy that restarts every server a
 therefore does not lose it, and a server that was down for a day does not replay a day of ticks.
 Ticks missed while the store was unavailable follow the same rule: the latest one runs.
 
-The clock is injectable: with a manual clock (:class:`agent_unit.clock.ManualClock`) nothing
+The clock is injectable: with a manual clock (:class:`agent_unit._clock.ManualClock`) nothing
 runs by itself, and a test moves the clock and calls :meth:`Scheduler.tick`.
 """
 
@@ -39,13 +39,13 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .clock import Clock, SystemClock
+from ._clock import Clock, SystemClock
+from ._ids import new_id
+from ._tasks import Task, handler_error, last_tick, next_tick, run_task, tasks_from_config
 from .env import wait_until
 from .errors import StoreUnavailable
-from .ids import new_id
 from .stores import Store
 from .stores.protocol import TICK_MEMORY
-from .tasks import Task, handler_error, last_tick, next_tick, run_task, tasks_from_config
 
 __all__ = ["TICK_LEASE", "Scheduler", "run_claimed_tick", "run_host_tick"]
 

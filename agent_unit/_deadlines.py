@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ._records import JournalEntry, RunRecord, RunStatus
 from .errors import InterruptExpired
-from .records import JournalEntry, RunRecord, RunStatus
 
 __all__ = ["expired_at", "expiry_entry", "late_answer"]
 

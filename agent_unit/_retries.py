@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ._records import JournalEntry, RetryMark, RunRecord
 from .errors import NonDeterminismError
-from .records import JournalEntry, RetryMark, RunRecord
 
 __all__ = ["check_new_work", "journal_view", "next_mark", "stored_key"]
 

@@ -2,7 +2,7 @@
 
 The sweep reads only the runs that are due (a wake time passed, a lease lapsed, retention
 over); between sweeps, a timer per wake-up or lease that falls due before the next sweep
-keeps a long-lived server on time. Kept apart from :class:`~agent_unit.engine.RunEngine` so
+keeps a long-lived server on time. Kept apart from :class:`~agent_unit.RunEngine` so
 the engine's commands read as what they change, and this as when things happen by themselves.
 """
 
@@ -15,17 +15,17 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import events as ev
+from . import _events as ev
 from . import telemetry
-from .clock import to_datetime
+from ._clock import to_datetime
+from ._executor import Executor, maybe_await
+from ._owners import owner_is_gone
+from ._records import FINISHED, RunRecord, RunStatus
+from ._settling import holder_gone
 from .errors import AgentBroken, RunConflict, RunNotFound, StoreUnavailable
-from .executor import Executor, maybe_await
-from .owners import owner_is_gone
-from .records import FINISHED, RunRecord, RunStatus
-from .settling import holder_gone
 
 if TYPE_CHECKING:
-    from .engine import RunEngine
+    from ._engine import RunEngine
 
 __all__ = ["SweepResult", "Sweeper"]
 
@@ -64,7 +64,7 @@ class Sweeper:
 
         A run whose lease is held by a process of this machine that has ended (a server killed
         and started again) is recovered at once, without waiting for the lease to lapse (see
-        :func:`agent_unit.owners.owner_is_gone`). ``lapsing``: also arm a timer for each lease
+        :func:`agent_unit._owners.owner_is_gone`). ``lapsing``: also arm a timer for each lease
         that lapses before the next sweep, so the run is recovered when its lease lapses, not at
         the next sweep (a long-lived server's sweeps do; a timer that finds the lease renewed
         follows it to its new expiry).

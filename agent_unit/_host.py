@@ -29,7 +29,7 @@ from another in a few answers, and this is all of them:
   deployment's own (``["*"]`` where the platform routes only the deployment's domains to it).
 
 A host hands its ``Host`` to :func:`~agent_unit.http.create_agent_unit` (``host=``) and to
-:class:`~agent_unit.engine.RunEngine` (``host=``). Where it cannot, because the user's own app
+:class:`~agent_unit.RunEngine` (``host=``). Where it cannot, because the user's own app
 (``server = "module:app"``) calls ``create_agent_unit()`` itself, the host's entry runs the import
 of that app, and each request or invocation it serves, inside :func:`use_host`: a context
 variable, so the units the app creates then (at import, in its lifespan, at a request) get the

@@ -29,8 +29,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ._tracebacks import foreign_frames
 from .errors import TaskError
-from .tracebacks import foreign_frames
 
 __all__ = [
     "Task",

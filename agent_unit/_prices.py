@@ -6,7 +6,7 @@ per million tokens per model and win; a model they do not list is priced by ``ge
 (pydantic's table of known models, ``pip install 'agent-unit[prices]'``) when it is installed and
 ``known`` is on. Its import costs about 0.2 s and 23 MB once per process (measured on the dev
 machine), so it is imported only when a cost is asked for and a model is not listed. A model
-priced by neither has no cost: a cost limit cannot hold over it (see :mod:`agent_unit.limits`).
+priced by neither has no cost: a cost limit cannot hold over it (see :mod:`agent_unit._limits`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from .codec import UNTYPED
-from .events import MODEL_FINISHED, MODEL_STARTED, custom
+from ._codec import UNTYPED
+from ._events import MODEL_FINISHED, MODEL_STARTED, custom
 from .run import Run
 
 __all__ = ["Durable", "request_hash", "tool_call_started"]

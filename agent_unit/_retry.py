@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .durations import Duration, parse_duration
+from ._durations import Duration, parse_duration
 
 __all__ = ["RetryPolicy"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .owners import owner_is_gone
-from .records import RunRecord, StoredEvent
+from ._owners import owner_is_gone
+from ._records import RunRecord, StoredEvent
 
 __all__ = ["holder_gone", "settled", "unfinished_steps"]
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from . import jsontext
+from . import _jsontext as jsontext
+from ._records import RunRecord
 from .errors import InvalidAnswer
-from .records import RunRecord
 
 __all__ = ["check_answer", "resolve_type_ref", "type_ref"]
 

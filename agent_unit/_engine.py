@@ -22,13 +22,38 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import events as ev
-from . import jsontext, telemetry
-from .agent import Agent, FrameworkAgent
-from .answers import check_answer
-from .clock import Clock, SystemClock, to_datetime
-from .deadlines import expiry_entry, late_answer
-from .durations import Duration, parse_duration
+from . import _events as ev
+from . import _jsontext as jsontext
+from . import telemetry
+from ._agent import Agent, FrameworkAgent
+from ._answers import check_answer
+from ._clock import Clock, SystemClock, to_datetime
+from ._deadlines import expiry_entry, late_answer
+from ._durations import Duration, parse_duration
+from ._execution import Execution
+from ._executor import Executor
+from ._host import SERVER, Host, OnContinue, ScheduleWake
+from ._ids import new_id
+from ._limits import Limits
+from ._owners import owner_is_gone, process_owner
+from ._prices import Prices, priced
+from ._records import (
+    Answer,
+    JournalEntry,
+    RunPage,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+    agui_usage,
+    record_usage,
+)
+from ._retries import next_mark
+from ._scheduler import Scheduler
+from ._settling import holder_gone, unfinished_steps
+from ._sweeper import Sweeper, SweepResult
+from ._tail import EventTail
+from ._tasks import Task
+from ._usage import merge_usage
 from .errors import (
     AgentBroken,
     AgentNotFound,
@@ -43,31 +68,7 @@ from .errors import (
     StoreUnavailable,
     UnstorableValue,
 )
-from .execution import Execution
-from .executor import Executor
-from .host import SERVER, Host, OnContinue, ScheduleWake
-from .ids import new_id
-from .limits import Limits
-from .owners import owner_is_gone, process_owner
-from .prices import Prices, priced
-from .records import (
-    Answer,
-    JournalEntry,
-    RunPage,
-    RunRecord,
-    RunStatus,
-    StoredEvent,
-    agui_usage,
-    record_usage,
-)
-from .retries import next_mark
-from .scheduler import Scheduler
-from .settling import holder_gone, unfinished_steps
 from .stores import Store, open_store
-from .sweeper import Sweeper, SweepResult
-from .tail import EventTail
-from .tasks import Task
-from .usage import merge_usage
 
 __all__ = ["RunEngine", "SweepResult"]
 
@@ -110,7 +111,7 @@ def _seconds(value: Duration | None) -> float | None:
 class RunEngine:
     """Starts, executes, parks, wakes and recovers runs over one store.
 
-    ``host`` (:class:`~agent_unit.host.Host`, default a long-lived server's) says how a yielded
+    ``host`` (:class:`~agent_unit.Host`, default a long-lived server's) says how a yielded
     run continues, how wake-ups are scheduled and who sweeps; ``on_continue``,
     ``schedule_wake`` and ``background_sweep`` given here override its answers.
     ``budget``: yield at the next step boundary after this long and continue in a fresh
@@ -123,10 +124,10 @@ class RunEngine:
     ``broken``: agents of the project whose file does not load (``agent-unit dev`` serves the
     others), each with its :class:`~agent_unit.errors.AgentBroken`. Starting or resuming one
     raises it; the sweep and timers leave its runs as they are, so they go on once it loads.
-    ``limits`` (:class:`~agent_unit.limits.Limits`: tokens, model calls, cost): what each run may
+    ``limits`` (:class:`~agent_unit._limits.Limits`: tokens, model calls, cost): what each run may
     spend, lowered by its agent's own (``define_agent(..., limits=...)``), and the most a start may
     ask for; a model call that would pass one is not made. ``prices``
-    (:class:`~agent_unit.prices.Prices`): what model calls cost; with them (or a cost limit) a
+    (:class:`~agent_unit._prices.Prices`): what model calls cost; with them (or a cost limit) a
     run's and a thread's usage show ``cost_usd``.
     ``approval_timeout``: a tool approval of an adapter that nobody answers in this long is
     declined (the run goes on, the call is not made); by default an approval waits for good.
@@ -549,7 +550,7 @@ class RunEngine:
 
         The journal is kept: the failed step (or model or tool call) runs again with a new attempt
         and the same idempotency key, every entry before it replays, and the code goes on from
-        there (see :mod:`agent_unit.retries`). One compare-and-set: of concurrent retries, exactly
+        there (see :mod:`agent_unit._retries`). One compare-and-set: of concurrent retries, exactly
         one wins and the others get ``RunConflict`` (409).
         """
         record, events = await self._retried(run_id)
@@ -740,9 +741,9 @@ class RunEngine:
     async def run_tick(self, task: Task, scheduled_at: datetime, *, owner: str | None = None) -> dict[str, Any]:
         """Run one tick of a scheduled ``task`` that a host's scheduler delivered, claimed in this
         engine's store under ``owner`` (default the engine's; see
-        :func:`agent_unit.scheduler.run_host_tick`): a host runs its ticks through the engine and
+        :func:`agent_unit._scheduler.run_host_tick`): a host runs its ticks through the engine and
         never reads the store itself."""
-        from .scheduler import run_host_tick
+        from ._scheduler import run_host_tick
 
         return await run_host_tick(task, scheduled_at, self.store, owner=owner or self.owner)
 
@@ -751,7 +752,7 @@ class RunEngine:
 
         A run whose lease is held by a process of this machine that has ended (a server killed
         and started again) is recovered at once, without waiting for the lease to lapse (see
-        :func:`agent_unit.owners.owner_is_gone`). ``lapsing``: also arm a timer for each lease
+        :func:`agent_unit._owners.owner_is_gone`). ``lapsing``: also arm a timer for each lease
         that lapses before the next sweep, so the run is recovered when its lease lapses, not at
         the next sweep (a long-lived server's sweeps do; a timer that finds the lease renewed
         follows it to its new expiry).
@@ -783,7 +784,7 @@ class RunEngine:
             self._store_checked = True
 
     def scheduler(self, tasks: Mapping[str, Any]) -> Scheduler:
-        """An in-process :class:`~agent_unit.scheduler.Scheduler` of ``tasks`` (``{name: {"schedule",
+        """An in-process :class:`~agent_unit._scheduler.Scheduler` of ``tasks`` (``{name: {"schedule",
         "handler"}}``) on this engine's clock, claiming each tick in its store."""
         return Scheduler(tasks, self.store, clock=self.clock)
 

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
-from .limits import Limits
+from ._limits import Limits
 
 __all__ = [
     "FINISHED",
@@ -160,7 +160,7 @@ class RunRecord(BaseModel):
     due_at: float | None = None
     trace: dict[str, str] | None = None
     """The run's trace context (W3C ``traceparent``/``tracestate``) when OpenTelemetry is on, so
-    every execution of the run, in any process, joins the one trace (see :mod:`agent_unit.otel`)."""
+    every execution of the run, in any process, joins the one trace (see :mod:`agent_unit._otel`)."""
 
     @field_validator("usage", mode="before")
     @classmethod

@@ -2,7 +2,7 @@
 
 Every save is a compare-and-set on the run's version under the lease this process holds, so
 an execution that lost its lease (cancelled, or taken over by the sweep elsewhere) stops
-instead of overwriting the run. Kept apart from :class:`~agent_unit.engine.RunEngine` so the
+instead of overwriting the run. Kept apart from :class:`~agent_unit.RunEngine` so the
 engine's commands read as what they change, and this as how an execution holds on to a run.
 """
 
@@ -17,9 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from . import events as ev
-from . import jsontext, telemetry
-from .clock import to_datetime
+from . import _events as ev
+from . import _jsontext as jsontext
+from . import telemetry
+from ._clock import to_datetime
+from ._execution import Execution
+from ._parks import Cancelled, Interrupted, Park, Sleeping, Yielded
+from ._prices import priced
+from ._records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
+from ._retries import journal_view
+from ._settling import settled
+from ._tracebacks import user_frames
 from .errors import (
     VALUE_ERRORS,
     AgentNotFound,
@@ -29,18 +37,11 @@ from .errors import (
     StoreUnavailable,
     UnstorableValue,
 )
-from .execution import Execution
-from .parks import Cancelled, Interrupted, Park, Sleeping, Yielded
-from .prices import priced
-from .records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
-from .retries import journal_view
 from .run import Run, active_run
-from .settling import settled
-from .tracebacks import user_frames
 
 if TYPE_CHECKING:
-    from .engine import RunEngine
-    from .sweeper import Sweeper
+    from ._engine import RunEngine
+    from ._sweeper import Sweeper
 
 __all__ = ["Executor", "maybe_await"]
 
@@ -129,7 +130,7 @@ class Executor:
 
     def spawn(self, record: RunRecord, *, fresh: bool = False, kind: str = "start", opened: Any = None) -> None:
         """Execute ``record`` in a task of its own; ``fresh``: created just now, so its journal is empty.
-        ``kind`` and ``opened`` (the run's first span) are for telemetry (:mod:`agent_unit.otel`)."""
+        ``kind`` and ``opened`` (the run's first span) are for telemetry (:mod:`agent_unit._otel`)."""
         self._engine.start_background()
         execution = Execution(
             record,

@@ -36,11 +36,11 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from .parks import Cancelled, Interrupted, Sleeping, Yielded
+from ._parks import Cancelled, Interrupted, Sleeping, Yielded
 from .run import idempotency_key
 
 if TYPE_CHECKING:
-    from .records import RunRecord
+    from ._records import RunRecord
 
 __all__ = ["ExecutionTelemetry", "Telemetry", "WorkTelemetry", "providers_from_env"]
 
@@ -289,7 +289,7 @@ class ExecutionTelemetry:
             span.add_event("agent_unit.interrupt", attributes)
         elif isinstance(outcome, Sleeping):
             status = "sleeping"
-            from .clock import to_datetime
+            from ._clock import to_datetime
 
             wake_at = to_datetime(outcome.wake_at)
             span.add_event("agent_unit.sleep", {"agent_unit.wake_at": "" if wake_at is None else wake_at.isoformat()})
