@@ -76,10 +76,6 @@ AGENTS = {
 # environment (make test runs its adapter tests there) and has no row here.
 NOT_HERE = {"strands": "own venv (.venv-strands): not in this matrix"}
 
-# One client for every request: httpx loads its CA bundle for each client it makes (~50 ms of CPU),
-# which a poll every 0.1 s would spend beside the server it waits for. No connection is kept
-# between requests: the hosts restart under it.
-HTTP = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
 HOSTS = ("server", "docker", "aws-lambda", "vercel", "netlify", "cloudflare")
 # Hosts that cannot run here: the cell's label, and the note under the table.
 LABELS = {"netlify": "proxy: not run here"}
@@ -129,7 +125,10 @@ class Process(Host):
 
     def start(self) -> None:
         self.process = subprocess.Popen(self.command, cwd=self.folder, env=self.env)
-        wait_for(lambda: HTTP.get(f"{self.url}/healthz", timeout=2).status_code == 200, 300, "the server to start")
+        # one client for the whole wait: each new one loads the CA bundle (~50 ms of CPU), which a
+        # poll every 0.1 s would spend beside the server it waits for
+        with httpx.Client(timeout=2) as http:
+            wait_for(lambda: http.get(f"{self.url}/healthz").status_code == 200, 300, "the server to start")
 
     def stop(self) -> None:
         if self.process is not None:
@@ -138,7 +137,7 @@ class Process(Host):
             self.process = None
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        response = HTTP.request(method, self.url + path, json=body, timeout=120)
+        response = httpx.request(method, self.url + path, json=body, timeout=120)
         return response.status_code, response.json()
 
 
@@ -231,7 +230,7 @@ class Vercel(Host):
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         headers = {"x-vercel-internal-request-id": str(time.monotonic_ns())}
-        response = HTTP.request(method, self.instance.url + path, json=body, headers=headers, timeout=120)
+        response = httpx.request(method, self.instance.url + path, json=body, headers=headers, timeout=120)
         return response.status_code, response.json()
 
 
@@ -261,7 +260,7 @@ class Workerd(Host):
             self.dev.stop()
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        response = HTTP.request(method, self.dev.url + path, json=body, timeout=120)
+        response = httpx.request(method, self.dev.url + path, json=body, timeout=120)
         self.copy_effects()
         if not response.headers.get("content-type", "").startswith("application/json"):
             raise RuntimeError(f"{method} {path}: {response.status_code} {response.text[:300]}")
