@@ -60,15 +60,7 @@ class Sweeper:
         self.task: asyncio.Task[None] | None = None
 
     async def sweep(self, *, wait: bool = False, limit: int = 500, lapsing: bool = False) -> SweepResult:
-        """Wake due sleepers, recover runs whose lease lapsed, delete runs past retention.
-
-        A run whose lease is held by a process of this machine that has ended (a server killed
-        and started again) is recovered at once, without waiting for the lease to lapse (see
-        :func:`agent_unit._owners.owner_is_gone`). ``lapsing``: also arm a timer for each lease
-        that lapses before the next sweep, so the run is recovered when its lease lapses, not at
-        the next sweep (a long-lived server's sweeps do; a timer that finds the lease renewed
-        follows it to its new expiry).
-        """
+        """:meth:`agent_unit.RunEngine.sweep`, which says what a sweep does and what ``lapsing`` arms."""
         now = self._engine.clock.time()
         started = time.monotonic()
         result = SweepResult()

@@ -9,9 +9,13 @@ your own says so in its :class:`~agent_unit.Host`:
 
 from __future__ import annotations
 
+import functools
 import logging
-import ssl
 from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # ssl costs ~10 ms to import: not at a Lambda's cold start
+    import ssl
 
 __all__ = ["continue_at"]
 
@@ -30,16 +34,13 @@ def continue_at(
     """
     sent = {**(headers or {}), **({"authorization": f"Bearer {secret}"} if secret else {})}
     target = f"{url.rstrip('/')}/__agent-unit/continue"
-    contexts: list[ssl.SSLContext] = []  # made at the first continuation, then reused
 
     async def on_continue(run_id: str) -> None:
         import httpx
 
-        if not contexts:  # loading the CA bundle costs ~50 ms of CPU: once, not per continuation
-            contexts.append(httpx.create_ssl_context())
         timeout = httpx.Timeout(10.0, read=1.0)  # connected and sent; the answer is not needed
         try:
-            async with httpx.AsyncClient(timeout=timeout, verify=contexts[0]) as client:
+            async with httpx.AsyncClient(timeout=timeout, verify=_tls()) as client:
                 response = await client.post(target, json={"run_id": run_id}, headers=sent)
         except httpx.ReadTimeout:
             return  # the continuation is running in its own invocation
@@ -52,3 +53,12 @@ def continue_at(
             )
 
     return on_continue
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context of every continuation: loading the CA bundle costs ~50 ms of CPU, once
+    per process rather than once per continuation."""
+    import httpx
+
+    return httpx.create_ssl_context()

@@ -369,9 +369,8 @@ class SQLiteStore:
     def _append(self, run_id: str, owner: str, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
         """One step's write: its journal entry and the events waiting for it, in one transaction.
 
-        The transaction is spelled out, and :meth:`_known_last`, :meth:`_insert` and
-        :meth:`_remember` are inlined for the common write (one entry, events without a newline):
-        each Python call is a measurable share of a step. The fence is a read: under BEGIN
+        The transaction is spelled out, and :meth:`_known_last` and :meth:`_remember` are
+        inlined: each Python call is a measurable share of a step. The fence is a read: under BEGIN
         IMMEDIATE no other writer can change the row before this transaction commits, and not
         writing it halves the pages a step dirties. It is not read again while it cannot have
         changed: this connection's last append to the run passed it for the same owner, no other
@@ -411,16 +410,7 @@ class SQLiteStore:
                 held = not fenced or db.execute(_FENCE, (run_id, owner)).fetchone() is not None
             if not held:
                 raise LeaseLost(f"run {run_id} is no longer held by this executor")
-            count = len(events)
-            if last is None or len(journal) > 1 or not count:
-                last = self._insert(run_id, journal[1:], events, last=last)
-            else:
-                joined = "\n".join(events)
-                if joined.count("\n") == count - 1:  # as in _insert: the events in one row
-                    last += count
-                    db.execute(_EVENTS_ROW, (run_id, last, count, joined))
-                else:
-                    last = self._insert(run_id, (), events, last=last)
+            last = self._insert(run_id, journal[1:], events, last=last)
             db.execute("COMMIT")
             tips = self._tips
             if len(tips) >= _MAX_TIPS:
