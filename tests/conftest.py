@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_unit.hosts.cloudflare.d1_store import D1Store
 from agent_unit.stores import Store, open_store
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 
-from .hosts.cloudflare.d1_sim import D1Database
 from .support.servers import DynamoDBEmulator, PostgresServer, RedisServer
 from .support.temporal import TemporalServer
 
@@ -187,13 +185,20 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactor
     if request.param in ("redis", "postgres", "dynamodb-emulator"):
         url = request.getfixturevalue(f"{request.param.removesuffix('-emulator')}_url")
         return lambda: open_store(url)
+    # D1's store is imported for the D1 stores only: the Cloudflare host is not needed to collect the tests.
     if request.param == "d1-workerd":  # each handle a Worker of its own on one database
+        from agent_unit.hosts.cloudflare.d1_store import D1Store
+
         from .hosts.cloudflare.d1_workerd import WorkerdD1
 
         url = request.getfixturevalue("d1_workerd_url")
         return lambda: D1Store(WorkerdD1(url))
     path = tmp_path / "agent-unit.db"
     if request.param == "d1-simulation":  # each handle a Worker of its own on one database
+        from agent_unit.hosts.cloudflare.d1_store import D1Store
+
+        from .hosts.cloudflare.d1_sim import D1Database
+
         return lambda: D1Store(D1Database(path))
     return lambda: SQLiteStore(path)
 

@@ -7,31 +7,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ag_ui.core import Event
-from agent_framework import Agent, Message
 from pydantic import BaseModel, TypeAdapter
 
 from agent_unit import RunStatus
 from agent_unit._events import MODEL_FINISHED, MODEL_STARTED
 from agent_unit._records import record_usage
-from agent_unit.adapters.agent_framework import adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
-from ..support.agent_framework_fixtures import (
-    ScriptedClient,
-    call,
-    refund_agent,
-    refund_script,
-    results,
-    say,
-)
-
-AGUI = TypeAdapter(Event)
+# Agent Framework, its adapter and the fixtures are imported by the tests that use them, not here:
+# with AG-UI's event types they cost ~0.2 s of CPU, which every pytest worker would otherwise pay to
+# collect this module.
+if TYPE_CHECKING:
+    from agent_framework import Message
 REJECTED = "Error: Tool call invocation was rejected by user."  # what the framework tells the model
 
 
@@ -48,6 +40,10 @@ def usage(calls: int) -> list[dict[str, Any]]:
 
 
 def test_the_builtin_registry_picks_the_adapter_for_an_agent_framework_agent() -> None:
+    from agent_unit.adapters.agent_framework import adapter
+
+    from ..support.agent_framework_fixtures import ScriptedClient, refund_agent, refund_script
+
     agent = refund_agent(ScriptedClient(refund_script))
     chosen = [each for each in builtin_adapters() if each.match(agent)]
     assert [each.name for each in chosen] == ["agent-framework"]
@@ -57,6 +53,10 @@ def test_the_builtin_registry_picks_the_adapter_for_an_agent_framework_agent() -
 
 
 async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None:
+    from ag_ui.core import Event
+
+    from ..support.agent_framework_fixtures import ScriptedClient, refund_agent, refund_script
+
     client, effects = ScriptedClient(refund_script), []
     unit = create_test_unit({"support": refund_agent(client, effects, approve=False)}, adapters=[])
     done = await unit.run("support", {"prompt": "refund my order"})
@@ -88,12 +88,17 @@ async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None
     assert by_type["TOOL_CALL_RESULT"]["content"] == '"refunded o_1"'
     assert by_type["TEXT_MESSAGE_CONTENT"]["delta"] == "done: refunded o_1"
     assert by_type["RUN_FINISHED"]["result"] == "done: refunded o_1" and by_type["RUN_FINISHED"]["usage"] == usage(2)
+    agui = TypeAdapter(Event)
     for event in events:
         event.pop("seq")
-        AGUI.validate_python(event)
+        agui.validate_python(event)
 
 
 async def test_a_client_that_cannot_stream_is_asked_once_and_its_response_shown_whole() -> None:
+    from agent_framework import Agent
+
+    from ..support.agent_framework_fixtures import ScriptedClient, say
+
     client = ScriptedClient(lambda messages: say("hello there"), can_stream=False)
     unit = create_test_unit({"chat": Agent(client, "Chat.", name="chat")}, adapters=[])
     done = await unit.run("chat", "hi")
@@ -109,6 +114,10 @@ class Refund(BaseModel):
 
 
 async def test_structured_output_is_the_output() -> None:
+    from agent_framework import Agent
+
+    from ..support.agent_framework_fixtures import ScriptedClient, say
+
     client = ScriptedClient(lambda messages: say('{"order_id": "o_1", "amount": 5}'))
     agent = Agent(client, "Extract the refund.", name="extract", default_options={"response_format": Refund})
     unit = create_test_unit({"extract": agent}, adapters=[])
@@ -118,6 +127,8 @@ async def test_structured_output_is_the_output() -> None:
 
 
 async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_call(tmp_path: Path) -> None:
+    from ..support.agent_framework_fixtures import ScriptedClient, refund_agent, refund_script
+
     client, effects = ScriptedClient(refund_script), []
     agent = refund_agent(client, effects)
     first = create_test_unit({"support": agent}, SQLiteStore(tmp_path / "runs.db"), adapters=[])
@@ -149,6 +160,8 @@ async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_c
 
 
 async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_rejection() -> None:
+    from ..support.agent_framework_fixtures import ScriptedClient, refund_agent, refund_script, results
+
     client, effects = ScriptedClient(refund_script), []
     unit = create_test_unit({"support": refund_agent(client, effects)}, adapters=[])
     parked = await unit.run("support", "refund my order")
@@ -160,6 +173,10 @@ async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_rejection
 
 
 async def test_parallel_tool_calls_each_run_once_under_their_own_call_id(tmp_path: Path) -> None:
+    from agent_framework import Message
+
+    from ..support.agent_framework_fixtures import ScriptedClient, call, refund_agent, results, say
+
     effects: list[str] = []
 
     def script(messages: Sequence[Message]) -> Message:
@@ -195,6 +212,10 @@ async def test_parallel_tool_calls_each_run_once_under_their_own_call_id(tmp_pat
 
 
 async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None:
+    from agent_framework import Agent
+
+    from ..support.agent_framework_fixtures import ScriptedClient, say
+
     def chat(messages: Sequence[Message]) -> Message:
         said = [message.text for message in messages if message.role == "user"]
         return say(f"you said {' then '.join(said)}")
@@ -211,6 +232,8 @@ async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None
 
 
 async def test_a_different_request_on_replay_is_a_clear_error() -> None:
+    from ..support.agent_framework_fixtures import ScriptedClient, refund_agent, refund_script
+
     client = ScriptedClient(refund_script)
     unit = create_test_unit({"support": refund_agent(client)}, adapters=[])
     parked = await unit.run("support", "refund my order")

@@ -8,34 +8,32 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from ag_ui.core import Event
-from google.adk.agents import Agent
-from google.adk.models import LlmRequest
-from google.adk.tools import FunctionTool, ToolContext
-from google.genai import types
 from pydantic import TypeAdapter
 
 from agent_unit import RunStatus, use_run
 from agent_unit._events import MODEL_FINISHED, MODEL_STARTED
 from agent_unit._records import agui_usage
-from agent_unit.adapters.google_adk import REJECTED, adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.errors import InvalidAnswer, InvalidInput
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
-from ..support import google_adk_fixtures as fixtures
-from ..support.google_adk_fixtures import ScriptedLlm, call, responses, scripted
-
-EVENT = TypeAdapter(Event)
+# ADK, its adapter and the fixture agents are imported by the tests that use them, not here:
+# importing them costs ~0.5 s of CPU, which every pytest worker would otherwise pay to collect this
+# module.
+if TYPE_CHECKING:
+    from google.adk.models import LlmRequest
+    from google.adk.tools import ToolContext
 
 
 @pytest.fixture(autouse=True)
 def fresh_log() -> Iterator[list[str]]:
+    from ..support import google_adk_fixtures as fixtures
+
     fixtures.LOG.clear()
     yield fixtures.LOG
     fixtures.LOG.clear()
@@ -47,12 +45,19 @@ def without_model_frames(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def validated(events: list[dict[str, Any]]) -> list[str]:
+    from ag_ui.core import Event
+
+    agui = TypeAdapter(Event)
     for event in events:
-        EVENT.validate_python({key: value for key, value in event.items() if key != "seq"})
+        agui.validate_python({key: value for key, value in event.items() if key != "seq"})
     return [event["type"] for event in events]
 
 
 def test_the_builtin_registry_picks_the_adapter_for_an_adk_agent() -> None:
+    from agent_unit.adapters.google_adk import adapter
+
+    from ..support import google_adk_fixtures as fixtures
+
     chosen = [each for each in builtin_adapters() if each.match(fixtures.support)]
     assert [each.name for each in chosen] == ["google-adk"]
     described = adapter.adapt(fixtures.support)
@@ -61,6 +66,8 @@ def test_the_builtin_registry_picks_the_adapter_for_an_adk_agent() -> None:
 
 
 async def test_a_run_streams_ag_ui_events_and_finishes_with_output_and_usage() -> None:
+    from ..support import google_adk_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         done = await unit.run("charger", "charge me")
         assert done.status == RunStatus.completed, done.error
@@ -98,6 +105,11 @@ async def test_a_run_streams_ag_ui_events_and_finishes_with_output_and_usage() -
 
 
 async def test_reasoning_parts_stream_as_reasoning_events() -> None:
+    from google.adk.agents import Agent
+    from google.genai import types
+
+    from ..support.google_adk_fixtures import ScriptedLlm
+
     def think(request: LlmRequest) -> list[types.Part]:
         return [types.Part(text="let me see", thought=True), types.Part(text="42")]
 
@@ -121,6 +133,8 @@ async def test_reasoning_parts_stream_as_reasoning_events() -> None:
 
 
 async def test_structured_output_is_the_runs_output() -> None:
+    from ..support import google_adk_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         done = await unit.run("invoicer", {"prompt": "bill them"})
     assert done.status == RunStatus.completed, done.error
@@ -128,6 +142,8 @@ async def test_structured_output_is_the_runs_output() -> None:
 
 
 async def test_bad_input_is_refused_before_a_run_exists() -> None:
+    from ..support import google_adk_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         with pytest.raises(InvalidInput, match="prompt"):
             await unit.run("charger", {"text": "no prompt"})
@@ -136,6 +152,8 @@ async def test_bad_input_is_refused_before_a_run_exists() -> None:
 
 
 async def test_a_confirmation_survives_a_restart_and_repeats_nothing(tmp_path: Path, fresh_log: list[str]) -> None:
+    from ..support import google_adk_fixtures as fixtures
+
     first = create_test_unit(fixtures.AGENTS, SQLiteStore(tmp_path / "runs.db"))
     parked = await first.run("support", "refund my order")
     assert parked.status == RunStatus.interrupted and parked.interrupt is not None, parked.error
@@ -167,6 +185,10 @@ async def test_a_confirmation_survives_a_restart_and_repeats_nothing(tmp_path: P
 
 
 async def test_a_declined_confirmation_runs_nothing_and_the_model_gets_adks_rejection(fresh_log: list[str]) -> None:
+    from agent_unit.adapters.google_adk import REJECTED
+
+    from ..support import google_adk_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         parked = await unit.run("support", "refund my order")
         done = await unit.resume(parked.id, {"approved": False, "reason": "not this one"})
@@ -183,6 +205,8 @@ async def test_a_declined_confirmation_runs_nothing_and_the_model_gets_adks_reje
 async def test_a_tool_that_asks_for_confirmation_itself_pauses_and_is_called_again_with_the_answer(
     tmp_path: Path, fresh_log: list[str]
 ) -> None:
+    from ..support import google_adk_fixtures as fixtures
+
     store = SQLiteStore(tmp_path / "runs.db")
     async with create_test_unit(fixtures.AGENTS, store) as unit:
         parked = await unit.run("banker", "send 7")
@@ -204,6 +228,13 @@ async def test_a_tool_that_asks_for_confirmation_itself_pauses_and_is_called_aga
 
 
 async def test_what_a_tool_does_to_the_session_state_is_replayed_with_its_result(tmp_path: Path) -> None:
+    from google.adk.agents import Agent
+    from google.adk.tools import FunctionTool
+    from google.genai import types
+
+    from ..support import google_adk_fixtures as fixtures
+    from ..support.google_adk_fixtures import ScriptedLlm, call, responses
+
     remembered: list[str] = []
 
     def script(request: LlmRequest) -> list[types.Part]:
@@ -238,6 +269,8 @@ async def test_what_a_tool_does_to_the_session_state_is_replayed_with_its_result
 
 
 async def test_a_conversation_continues_on_its_thread() -> None:
+    from ..support import google_adk_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         first = await unit.run("chat", "hello", thread_id="t_1")
         second = await unit.run("chat", "again", thread_id="t_1")
@@ -248,6 +281,12 @@ async def test_a_conversation_continues_on_its_thread() -> None:
 
 
 async def test_parallel_tool_calls_are_each_journaled_once_with_their_own_key(tmp_path: Path) -> None:
+    from google.adk.agents import Agent
+    from google.adk.tools import FunctionTool
+    from google.genai import types
+
+    from ..support.google_adk_fixtures import ScriptedLlm, call, responses
+
     effects: list[str] = []
 
     def script(request: LlmRequest) -> list[types.Part]:
@@ -285,6 +324,12 @@ async def test_parallel_tool_calls_are_each_journaled_once_with_their_own_key(tm
 
 
 async def test_function_calls_without_an_id_keep_the_id_they_were_given_across_a_restart(tmp_path: Path) -> None:
+    from google.adk.agents import Agent
+    from google.adk.tools import FunctionTool
+
+    from ..support import google_adk_fixtures as fixtures
+    from ..support.google_adk_fixtures import scripted
+
     model = scripted("noid", "refund", {"order_id": "o_1"}, call_id=None)
     agent = Agent(name="noid", model=model, tools=[FunctionTool(fixtures.refund, require_confirmation=True)])
     store = SQLiteStore(tmp_path / "runs.db")
@@ -301,6 +346,12 @@ async def test_function_calls_without_an_id_keep_the_id_they_were_given_across_a
 
 
 async def test_a_changed_request_on_replay_is_a_clear_error(tmp_path: Path) -> None:
+    from google.adk.agents import Agent
+    from google.adk.tools import FunctionTool
+
+    from ..support import google_adk_fixtures as fixtures
+    from ..support.google_adk_fixtures import scripted
+
     def build(instruction: str) -> Agent:
         model = scripted("changing", "refund", {"order_id": "o_1"})
         return Agent(

@@ -5,27 +5,25 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from ag_ui.core import Event
-from langgraph.checkpoint.base import ERROR, INTERRUPT, empty_checkpoint
-from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import TypeAdapter
 
 from agent_unit import RunStatus
 from agent_unit._records import record_usage
-from agent_unit.adapters.langgraph import adapter as langgraph_adapter
-from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
 from agent_unit.run import RunState
 from agent_unit.stores.memory import MemoryStore
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import TestUnit, create_test_unit
 
-from ..support import langgraph_fixtures as fixtures
+# LangGraph, its adapter and the fixture graphs are imported by the tests that use them, not here:
+# importing LangGraph costs ~0.9 s of CPU, which every pytest worker would otherwise pay to collect
+# this module.
+if TYPE_CHECKING:
+    from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
 
 ROOT = Path(__file__).resolve().parents[2]
-AGUI = TypeAdapter(Event)
 OURS = {"RUN_INTERRUPTED", "RUN_SLEEPING", "RUN_CANCELLED"}
 
 
@@ -47,6 +45,10 @@ def kinds(calls: list[str]) -> list[str]:
 
 
 async def test_a_graph_streams_steps_text_and_custom_events_and_finishes() -> None:
+    from ag_ui.core import Event
+
+    from ..support import langgraph_fixtures as fixtures
+
     calls: list[str] = []
     unit = create_test_unit({"chat": fixtures.chatty(calls.append)}, adapters=[])
     agent = unit.engine.agents["chat"]
@@ -89,10 +91,11 @@ async def test_a_graph_streams_steps_text_and_custom_events_and_finishes() -> No
     custom = [event for event in events if event["type"] == "CUSTOM"]
     assert custom == [{**custom[0], "name": "langgraph", "value": {"pct": 50}}]
     assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED" and "RUN_INTERRUPTED" in types
+    agui = TypeAdapter(Event)
     for event in events:
         event.pop("seq")
         if event["type"] not in OURS:
-            AGUI.validate_python(event)
+            agui.validate_python(event)
 
     # the usage of the model call before the pause is journaled, so the total carries across it
     usage = [{"provider": "fake", "model": "fake-1", "inputTokens": 7, "outputTokens": 3, "totalTokens": 10}]
@@ -100,6 +103,10 @@ async def test_a_graph_streams_steps_text_and_custom_events_and_finishes() -> No
 
 
 def test_a_graph_is_described_by_its_input_schema_and_its_name() -> None:
+    from agent_unit.adapters.langgraph import adapter as langgraph_adapter
+
+    from ..support import langgraph_fixtures as fixtures
+
     graph = fixtures.approval([].append)
     described = dict(langgraph_adapter.describe(graph))  # type: ignore[misc]
     assert "description" not in described  # LangGraph's default name says nothing
@@ -113,6 +120,8 @@ def test_a_graph_is_described_by_its_input_schema_and_its_name() -> None:
 
 
 async def test_interrupt_pauses_under_the_node_name_and_resumes_after_a_restart(tmp_path: Path) -> None:
+    from ..support import langgraph_fixtures as fixtures
+
     path = tmp_path / "runs.db"
     calls: list[str] = []
     first = restarted(path, {"approval": fixtures.approval(calls.append)})
@@ -137,6 +146,8 @@ async def test_run_step_inside_nodes_keeps_each_nodes_own_result_across_a_pause(
 
     from agent_unit import use_run
 
+    from ..support import langgraph_fixtures as fixtures
+
     async def a(state: fixtures.Order) -> fixtures.Order:
         return {"items": [await use_run().step("load", lambda: "from a")]}
 
@@ -158,6 +169,8 @@ async def test_run_step_inside_nodes_keeps_each_nodes_own_result_across_a_pause(
 
 
 async def test_two_interrupts_in_one_node_each_get_their_own_answer(tmp_path: Path) -> None:
+    from ..support import langgraph_fixtures as fixtures
+
     path = tmp_path / "runs.db"
     calls: list[str] = []
     unit = restarted(path, {"ask": fixtures.two_questions(calls.append)})
@@ -181,6 +194,8 @@ async def test_two_interrupts_in_one_node_each_get_their_own_answer(tmp_path: Pa
 
 
 async def test_a_subgraph_and_parallel_nodes_each_pause_under_their_own_name() -> None:
+    from ..support import langgraph_fixtures as fixtures
+
     calls: list[str] = []
     unit = create_test_unit({"p": fixtures.parallel_questions(calls.append)}, adapters=[])
     record = await unit.run("p", {"items": []})
@@ -198,6 +213,8 @@ async def test_a_subgraph_and_parallel_nodes_each_pause_under_their_own_name() -
 
 
 async def test_a_node_that_loops_asks_again_each_time(tmp_path: Path) -> None:
+    from ..support import langgraph_fixtures as fixtures
+
     path = tmp_path / "runs.db"
     calls: list[str] = []
     unit = restarted(path, {"loop": fixtures.asking_loop(calls.append, rounds=3)})
@@ -216,6 +233,8 @@ async def test_a_node_that_loops_asks_again_each_time(tmp_path: Path) -> None:
 
 
 async def test_a_static_breakpoint_pauses_under_the_next_node() -> None:
+    from ..support import langgraph_fixtures as fixtures
+
     calls: list[str] = []
     graph = fixtures.crashable(calls.append)
     paused = graph.copy(update={"interrupt_before_nodes": ["two"]})
@@ -236,6 +255,10 @@ async def test_a_static_breakpoint_pauses_under_the_next_node() -> None:
 
 
 async def test_a_graph_compiled_with_its_own_checkpointer_still_uses_the_store(tmp_path: Path) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ..support import langgraph_fixtures as fixtures
+
     path = tmp_path / "runs.db"
     calls: list[str] = []
     own = InMemorySaver()
@@ -255,6 +278,8 @@ async def test_a_graph_compiled_with_its_own_checkpointer_still_uses_the_store(t
 
 
 async def test_a_second_run_on_the_thread_continues_its_state() -> None:
+    from ..support import langgraph_fixtures as fixtures
+
     calls: list[str] = []
     unit = create_test_unit({"crash": fixtures.crashable(calls.append)}, adapters=[])
     first = await unit.run("crash", {"items": ["a"]})
@@ -274,11 +299,15 @@ async def test_a_second_run_on_the_thread_continues_its_state() -> None:
 
 
 def saver_over(store: MemoryStore, thread_id: str = "t1") -> AgentUnitSaver:
+    from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
+
     run = SimpleNamespace(thread_id=thread_id, agent="a", _execution=SimpleNamespace(store=store))
     return AgentUnitSaver(RunState(run), thread_id)  # type: ignore[arg-type]
 
 
 def checkpoint(value: int) -> Any:
+    from langgraph.checkpoint.base import empty_checkpoint
+
     made = empty_checkpoint()
     made["channel_values"] = {"n": value}
     made["channel_versions"] = {"n": value}
@@ -286,6 +315,8 @@ def checkpoint(value: int) -> Any:
 
 
 async def test_the_saver_puts_gets_lists_and_deletes() -> None:
+    from langgraph.checkpoint.base import ERROR, INTERRUPT
+
     store = MemoryStore()
     saver = saver_over(store)
     root = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}

@@ -6,35 +6,26 @@ Every model here is scripted (tests/support/openai_agents_fixtures.py): nothing 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from ag_ui.core import Event
-from agents import Agent, handoff
 from pydantic import BaseModel, TypeAdapter
 
 from agent_unit import RunStatus
 from agent_unit._events import MODEL_FINISHED, MODEL_STARTED
 from agent_unit._records import agui_usage
-from agent_unit.adapters.openai_agents import adapter
 from agent_unit.adapters.registry import builtin_adapters
 from agent_unit.errors import InvalidInput
 from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
-from ..support.openai_agents_fixtures import (
-    Items,
-    ScriptedModel,
-    message,
-    outputs,
-    refund_agent,
-    refund_script,
-    tool_call,
-)
+# The SDK, its adapter and the fixtures are imported by the tests that use them, not here: importing
+# the SDK costs ~1.7 s of CPU, which every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from ..support.openai_agents_fixtures import Items
 
 ROOT = Path(__file__).resolve().parents[2]
-AGUI = TypeAdapter(Event)
 OURS = {"RUN_INTERRUPTED", "RUN_SLEEPING", "RUN_CANCELLED"}
 REJECTED = "Tool execution was not approved."  # what the SDK tells the model about a rejected call
 
@@ -53,6 +44,10 @@ def usage(calls: int) -> list[dict[str, Any]]:
 
 
 def test_the_builtin_registry_picks_the_adapter_for_an_sdk_agent() -> None:
+    from agents import Agent
+
+    from agent_unit.adapters.openai_agents import adapter
+
     chosen = [each for each in builtin_adapters() if each.match(Agent(name="a"))]
     assert [each.name for each in chosen] == ["openai-agents"]
     described = adapter.adapt(Agent(name="a", instructions="You refund orders.\nBe kind."))
@@ -61,6 +56,10 @@ def test_the_builtin_registry_picks_the_adapter_for_an_sdk_agent() -> None:
 
 
 async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None:
+    from ag_ui.core import Event
+
+    from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script
+
     model, effects = ScriptedModel(refund_script), []
     unit = create_test_unit({"support": refund_agent(model, effects, approve=False)}, adapters=[])
     done = await unit.run("support", {"prompt": "refund my order"})
@@ -92,12 +91,15 @@ async def test_a_run_streams_ag_ui_events_and_records_output_and_usage() -> None
     assert by_type["RUN_FINISHED"]["result"] == "done: refunded o_1" and by_type["RUN_FINISHED"]["usage"] == agui_usage(
         usage(2)
     )
+    agui = TypeAdapter(Event)
     for event in events:
         event.pop("seq")
-        AGUI.validate_python(event)
+        agui.validate_python(event)
 
 
 async def test_an_input_that_is_not_a_prompt_is_refused_before_a_run_exists() -> None:
+    from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script
+
     unit = create_test_unit({"support": refund_agent(ScriptedModel(refund_script))}, adapters=[])
     with pytest.raises(InvalidInput, match="prompt: Field required"):
         await unit.run("support", {"question": "?"})
@@ -111,6 +113,10 @@ class Refund(BaseModel):
 
 
 async def test_structured_output_is_the_output_type() -> None:
+    from agents import Agent
+
+    from ..support.openai_agents_fixtures import ScriptedModel, message
+
     model = ScriptedModel(lambda items: [message('{"order_id": "o_1", "amount": 5}')])
     agent = Agent(name="extract", instructions="Extract the refund.", output_type=Refund, model=model)
     unit = create_test_unit({"extract": agent}, adapters=[])
@@ -120,6 +126,8 @@ async def test_structured_output_is_the_output_type() -> None:
 
 
 async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_call(tmp_path: Path) -> None:
+    from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script
+
     model, effects = ScriptedModel(refund_script), []
     agent = refund_agent(model, effects)
     first = create_test_unit({"support": agent}, SQLiteStore(tmp_path / "runs.db"), adapters=[])
@@ -151,6 +159,8 @@ async def test_approve_after_a_restart_runs_the_tool_once_and_repeats_no_model_c
 
 
 async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_rejection() -> None:
+    from ..support.openai_agents_fixtures import ScriptedModel, outputs, refund_agent, refund_script
+
     model, effects = ScriptedModel(refund_script), []
     unit = create_test_unit({"support": refund_agent(model, effects)}, adapters=[])
     parked = await unit.run("support", "refund my order")
@@ -162,6 +172,10 @@ async def test_a_declined_approval_runs_nothing_and_the_model_sees_the_rejection
 
 
 async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None:
+    from agents import Agent
+
+    from ..support.openai_agents_fixtures import ScriptedModel, message
+
     def chat(items: Items) -> list[Any]:
         said = [item["content"] for item in items if item.get("role") == "user"]
         return [message(f"you said {' then '.join(said)}", id=f"msg_{len(said)}")]
@@ -179,6 +193,10 @@ async def test_a_second_run_on_the_thread_sees_the_first_runs_messages() -> None
 
 @pytest.mark.parametrize("as_handoff", [False, True], ids=["agent", "handoff-object"])
 async def test_a_handoff_target_s_tools_are_journaled(tmp_path: Path, as_handoff: bool) -> None:
+    from agents import Agent, handoff
+
+    from ..support.openai_agents_fixtures import ScriptedModel, message, outputs, refund_agent, tool_call
+
     effects: list[str] = []
     triage_model = ScriptedModel(lambda items: [tool_call("transfer_to_billing", {}, "call_h")], name="triage")
 
@@ -212,6 +230,8 @@ async def test_a_handoff_target_s_tools_are_journaled(tmp_path: Path, as_handoff
 
 
 async def test_a_different_request_on_replay_is_a_clear_error() -> None:
+    from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script
+
     model = ScriptedModel(refund_script)
     unit = create_test_unit({"support": refund_agent(model)}, adapters=[])
     parked = await unit.run("support", "refund my order")

@@ -5,14 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from ag_ui.core import Event
 from pydantic import TypeAdapter
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_unit import RunStatus, use_run
 from agent_unit._records import agui_usage
@@ -21,25 +17,35 @@ from agent_unit.run import idempotency_key
 from agent_unit.stores.sqlite import SQLiteStore
 from agent_unit.testing import create_test_unit
 
-from ..support import pydantic_ai_fixtures as fixtures
-
-EVENT = TypeAdapter(Event)
+# PydanticAI and its fixture agents are imported by the tests that use them, not here: importing it
+# costs ~0.6 s of CPU, which every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo
 
 
 @pytest.fixture(autouse=True)
 def fresh_log() -> Iterator[list[str]]:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     fixtures.LOG.clear()
     yield fixtures.LOG
     fixtures.LOG.clear()
 
 
 def validated(events: list[dict[str, Any]]) -> list[str]:
+    from ag_ui.core import Event
+
+    agui = TypeAdapter(Event)
     for event in events:
-        EVENT.validate_python({key: value for key, value in event.items() if key != "seq"})
+        agui.validate_python({key: value for key, value in event.items() if key != "seq"})
     return [event["type"] for event in events]
 
 
 async def test_a_run_streams_events_and_finishes_with_output_and_usage() -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         done = await unit.run("charger", "charge me")
         assert done.status == RunStatus.completed and done.output == "done: charged 42"
@@ -70,6 +76,8 @@ async def test_a_run_streams_events_and_finishes_with_output_and_usage() -> None
 
 
 async def test_each_model_call_is_framed_by_events_with_its_own_token_usage() -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         done = await unit.run("charger", "charge me")
         events = await unit.events(done.id)
@@ -87,6 +95,8 @@ async def test_each_model_call_is_framed_by_events_with_its_own_token_usage() ->
 
 
 async def test_a_replayed_model_call_emits_no_model_events_again() -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         asked = await unit.run("asker", "a shirt")
         assert asked.status == RunStatus.interrupted
@@ -99,6 +109,8 @@ async def test_a_replayed_model_call_emits_no_model_events_again() -> None:
 
 
 async def test_structured_output_is_the_runs_output() -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         done = await unit.run("invoicer", {"prompt": "bill them"})
     assert done.status == RunStatus.completed
@@ -106,6 +118,8 @@ async def test_structured_output_is_the_runs_output() -> None:
 
 
 async def test_bad_input_is_refused_before_a_run_exists() -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         with pytest.raises(InvalidInput, match="prompt"):
             await unit.run("charger", {"text": "no prompt"})
@@ -116,6 +130,8 @@ async def test_bad_input_is_refused_before_a_run_exists() -> None:
 
 
 async def test_approval_survives_a_restart_and_repeats_nothing(tmp_path: Path, fresh_log: list[str]) -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     first = create_test_unit(fixtures.AGENTS, SQLiteStore(tmp_path / "runs.db"))
     parked = await first.run("support", "refund my order")
     assert parked.status == RunStatus.interrupted and parked.interrupt is not None
@@ -145,6 +161,8 @@ async def test_approval_survives_a_restart_and_repeats_nothing(tmp_path: Path, f
 
 
 async def test_a_declined_approval_runs_nothing_and_the_model_is_told(fresh_log: list[str]) -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         parked = await unit.run("support", "refund my order")
         done = await unit.resume(parked.id, {"approved": False, "reason": "not this one"})
@@ -158,6 +176,8 @@ async def test_a_declined_approval_runs_nothing_and_the_model_is_told(fresh_log:
 
 
 async def test_use_run_interrupt_inside_a_tool(fresh_log: list[str]) -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         parked = await unit.run("asker", "a shirt please")
         assert parked.status == RunStatus.interrupted and parked.interrupt is not None
@@ -168,6 +188,8 @@ async def test_use_run_interrupt_inside_a_tool(fresh_log: list[str]) -> None:
 
 
 async def test_a_conversation_continues_on_its_thread() -> None:
+    from ..support import pydantic_ai_fixtures as fixtures
+
     async with create_test_unit(fixtures.AGENTS) as unit:
         first = await unit.run("chat", "hello", thread_id="t_1")
         second = await unit.run("chat", "again", thread_id="t_1")
@@ -178,6 +200,10 @@ async def test_a_conversation_continues_on_its_thread() -> None:
 
 
 async def test_a_changed_request_on_replay_is_a_clear_error(tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if len(messages) == 1:
             return ModelResponse(parts=[ToolCallPart("refund", {"order_id": "o_1"}, tool_call_id="call_1")])
@@ -204,6 +230,10 @@ async def test_a_changed_request_on_replay_is_a_clear_error(tmp_path: Path) -> N
 
 
 async def test_parallel_tool_calls_are_each_journaled_once(tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
     effects: list[str] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -235,7 +265,10 @@ async def test_parallel_tool_calls_are_each_journaled_once(tmp_path: Path) -> No
 
 async def test_mcp_toolset_calls_are_journaled_and_not_repeated_after_a_restart(tmp_path: Path) -> None:
     from fastmcp import FastMCP
+    from pydantic_ai import Agent
     from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
 
     shipped: list[str] = []
     server = FastMCP("shop")

@@ -6,13 +6,10 @@ agent's own limits hold beside the deployment's (the lower wins) and a start may
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from genai_prices import Usage, calc_price
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_unit import RunStatus, create_agent_unit, define_agent
 from agent_unit._prices import Prices
@@ -22,12 +19,20 @@ from agent_unit.testing import create_test_unit, execute_again
 
 from ..conftest import StoreFactory
 
+# PydanticAI is imported where an agent is built, not here: importing it costs ~0.6 s of CPU, which
+# every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+
 # USD per million tokens: a cent a token, so one call of the test model costs cents.
 CENT_A_TOKEN = {"models": {"function:respond:": {"input": 10_000, "output": 10_000}}}
 
 
 def counted_agent(calls: list[int], model_name: str | None = None) -> Agent[None, str]:
     """Two model calls per run: one asks for the tool, the next answers with its result."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         calls.append(len(messages))
@@ -85,6 +90,8 @@ async def test_a_cost_limit_fails_the_run_when_so_configured() -> None:
 
 
 async def test_known_models_are_priced_by_genai_prices_and_the_deployments_prices_win() -> None:
+    from genai_prices import Usage, calc_price
+
     calls: list[int] = []
     unit = create_test_unit({"support": counted_agent(calls, "gpt-4o")}, limits={"cost_usd": 1})
     done = await unit.run("support", "where is my order?")

@@ -11,16 +11,19 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
-from agents import set_trace_processors, set_tracing_disabled
-from opentelemetry.sdk.trace import ReadableSpan
 
 from agent_unit import RunStatus, telemetry
 from agent_unit.testing import create_test_unit
 
-from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script
 from ..support.otel_spans import Spans
+
+# The SDK and its fixtures are imported by the tests that use them: importing the SDK costs ~1.7 s
+# of CPU, which every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
 
 SDK_SCOPE = "openinference.instrumentation.openai_agents"
 BRIDGE_MODULES = ("openinference", "agent_unit._otel", "agent_unit.adapters.openai_agents_tracing")
@@ -28,6 +31,8 @@ BRIDGE_MODULES = ("openinference", "agent_unit._otel", "agent_unit.adapters.open
 
 @pytest.fixture
 def spans() -> Iterator[Spans]:
+    from agents import set_trace_processors, set_tracing_disabled
+
     set_tracing_disabled(False)  # the fixtures turn the SDK's tracing off: nothing is sent to OpenAI
     set_trace_processors([])  # without the SDK's exporter to OpenAI's dashboard
     yield Spans()
@@ -54,6 +59,8 @@ def ancestors(span: ReadableSpan, spans: Spans) -> list[str]:
 async def test_the_sdk_s_agent_generation_and_function_spans_nest_under_each_execution_in_the_run_s_trace(
     spans: Spans,
 ) -> None:
+    from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script
+
     model = ScriptedModel(refund_script)
     unit = create_test_unit({"support": refund_agent(model)}, adapters=[])
     parked = await unit.run("support", "refund my order")
@@ -88,6 +95,8 @@ async def test_the_sdk_s_agent_generation_and_function_spans_nest_under_each_exe
 
 
 async def test_the_sdk_s_spans_hold_no_prompt_or_answer_unless_payloads_are_asked_for(spans: Spans) -> None:
+    from ..support.openai_agents_fixtures import ScriptedModel, refund_agent, refund_script
+
     unit = create_test_unit({"support": refund_agent(ScriptedModel(refund_script), approve=False)}, adapters=[])
     done = await unit.run("support", "refund my order, card 4242")
     assert done.status == RunStatus.completed, done.error

@@ -5,11 +5,10 @@ deadline from the deployment's ``approval_timeout``."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
 import pytest
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_unit import RunStatus, create_agent_unit
 from agent_unit._limits import Limits
@@ -18,9 +17,17 @@ from agent_unit.testing import create_test_unit, execute_again
 
 from ..conftest import StoreFactory
 
+# PydanticAI is imported where an agent is built, not here: importing it costs ~0.6 s of CPU, which
+# every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+
 
 def counted_agent(calls: list[int]) -> Agent[None, str]:
     """Two model calls per run: one asks for the tool, the next answers with its result."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         calls.append(len(messages))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,11 +17,16 @@ from agent_unit import Run, RunEngine, define_agent, telemetry
 from agent_unit._records import RunRecord
 from agent_unit.errors import EngineUnavailable, InvalidAnswer, NotInterrupted, RunConflict
 from agent_unit.stores.sqlite import SQLiteStore
-from agent_unit.temporal import TemporalEngine, TemporalSettings
+from agent_unit.temporal import TemporalSettings
 
 from ..support.otel_spans import Spans
 from ..support.server import free_port
 from ..support.temporal import TemporalServer
+
+# The engine (and the Temporal SDK under it) is imported where one is made, not here: it costs
+# ~0.3 s of CPU, which every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from agent_unit.temporal import TemporalEngine
 
 pytestmark = pytest.mark.slow
 
@@ -60,6 +66,8 @@ AGENTS = {"ask": ask, "long": long, "broken": broken, "dawdle": dawdle}
 
 
 def engine(tmp_path: Path, address: str, **options: object) -> TemporalEngine:
+    from agent_unit.temporal import TemporalEngine
+
     settings = TemporalSettings(address=address, task_queue=f"engine-{next(_queues)}", heartbeat="2s")
     return TemporalEngine(AGENTS, f"sqlite:///{tmp_path / 'runs.db'}", temporal=settings, worker=True, **options)
 
@@ -181,6 +189,8 @@ AGENTS["slow_step"] = slow_step
 async def test_a_run_cancelled_mid_step_stops_executing_in_its_worker_at_once(
     tmp_path: Path, temporal_server: TemporalServer
 ) -> None:
+    from agent_unit.temporal import TemporalEngine
+
     settings = TemporalSettings(address=temporal_server.address, task_queue=f"engine-{next(_queues)}", heartbeat="30s")
     unit = TemporalEngine(AGENTS, f"sqlite:///{tmp_path / 'runs.db'}", temporal=settings, worker=True)
     unit.start_background()
@@ -251,6 +261,8 @@ class CountingStore(SQLiteStore):
 async def test_a_start_or_resume_that_waits_hears_from_the_workflow_instead_of_polling_the_store(
     tmp_path: Path, temporal_server: TemporalServer
 ) -> None:
+    from agent_unit.temporal import TemporalEngine
+
     worker = engine(tmp_path, temporal_server.address)  # the worker, in this process
     worker.start_background()
     store = CountingStore(str(tmp_path / "runs.db"))

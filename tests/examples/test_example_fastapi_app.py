@@ -16,14 +16,18 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
 
 from ..protocols.test_inbox import browser  # noqa: F401 - the shared headless Chromium (a fixture)
 from ..support import fetch
 from ..support.server import ROOT, free_port, wait_until_up
+
+# Playwright is imported where a page is checked, not here: every pytest worker paid for it to
+# collect this module.
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a subprocess: left out of `make check`
 
@@ -99,6 +103,8 @@ def ask_refund(shop: Built, order_id: str) -> dict[str, Any]:
 
 
 def test_the_built_app_serves_its_own_pages_the_agents_and_the_inbox_side_by_side(shop: Built, page: Page) -> None:
+    from playwright.sync_api import expect
+
     page.goto(f"{shop.url}/")
     expect(page.get_by_role("heading", name="Shop", level=1)).to_be_visible()
     page.get_by_role("link", name="open the approvals inbox").click()
@@ -109,6 +115,8 @@ def test_the_built_app_serves_its_own_pages_the_agents_and_the_inbox_side_by_sid
 
 
 def test_a_refund_paused_in_the_built_app_is_approved_in_its_inbox_across_a_restart(shop: Built, page: Page) -> None:
+    from playwright.sync_api import expect
+
     paused = ask_refund(shop, "o-1")
     assert paused["status"] == "interrupted"
 

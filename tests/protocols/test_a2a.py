@@ -14,37 +14,10 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.client.base_client import BaseClient
-from a2a.client.card_resolver import parse_agent_card
-from a2a.compat.v0_3 import types as v03
-from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
-from a2a.types import (
-    AgentCard,
-    CancelTaskRequest,
-    GetTaskRequest,
-    InvalidParamsError,
-    ListTasksRequest,
-    ListTasksResponse,
-    Message,
-    Part,
-    Role,
-    SendMessageConfiguration,
-    SendMessageRequest,
-    SendMessageResponse,
-    StreamResponse,
-    SubscribeToTaskRequest,
-    Task,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    TaskState,
-    UnsupportedOperationError,
-)
-from google.protobuf.json_format import MessageToDict, ParseDict
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
@@ -55,6 +28,12 @@ from ..support import fetch
 from ..support.a2a_agents import AGENTS, echo
 from ..support.server import Server
 
+# a2a-sdk is imported by the helpers and tests that use it, not here: it costs ~0.25 s of CPU, which
+# every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from a2a.client.base_client import BaseClient
+    from a2a.types import AgentCard, Message, Part, StreamResponse, Task
+
 URL = "http://unit"
 LEGACY_CARD_FIELDS = {"url", "preferredTransport", "protocolVersion", "additionalInterfaces"}  # A2A 0.3's
 
@@ -64,6 +43,8 @@ LEGACY_CARD_FIELDS = {"url", "preferredTransport", "protocolVersion", "additiona
 
 def message(*parts: Part, skill: str | None = None, task_id: str = "", context_id: str = "") -> Message:
     """A user's message, as an A2A client builds it."""
+    from a2a.types import Message, Role
+
     built = Message(
         message_id=uuid.uuid4().hex, role=Role.ROLE_USER, task_id=task_id, context_id=context_id, parts=list(parts)
     )
@@ -73,14 +54,21 @@ def message(*parts: Part, skill: str | None = None, task_id: str = "", context_i
 
 
 def text(value: str) -> Part:
+    from a2a.types import Part
+
     return Part(text=value)
 
 
 def data(value: Any) -> Part:
+    from a2a.types import Part
+    from google.protobuf.json_format import ParseDict
+
     return ParseDict({"data": value}, Part())
 
 
 async def send(client: BaseClient, msg: Message, **configuration: Any) -> list[StreamResponse]:
+    from a2a.types import SendMessageConfiguration, SendMessageRequest
+
     request = SendMessageRequest(message=msg, configuration=SendMessageConfiguration(**configuration))
     return [event async for event in client.send_message(request)]
 
@@ -92,6 +80,8 @@ def only_task(events: list[StreamResponse]) -> Task:
 
 def output_of(found: Task) -> Any:
     """The output artifact's one part, as JSON."""
+    from google.protobuf.json_format import MessageToDict
+
     [artifact] = found.artifacts
     assert artifact.artifact_id == "output"
     [part] = MessageToDict(artifact)["parts"]
@@ -100,6 +90,8 @@ def output_of(found: Task) -> Any:
 
 def interrupt_of(found: Task) -> dict[str, Any]:
     """What an input-required task waits for: its status message's data part."""
+    from google.protobuf.json_format import MessageToDict
+
     parts = MessageToDict(found.status.message)["parts"]
     return next(part["data"] for part in parts if "data" in part)
 
@@ -109,6 +101,9 @@ async def a2a_client(
     base_url: str, *, streaming: bool = False, http: httpx.AsyncClient | None = None
 ) -> AsyncIterator[tuple[BaseClient, AgentCard]]:
     """a2a-sdk's client for the agent at ``base_url``: the card resolved, the transport chosen from it."""
+    from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+    from a2a.client.base_client import BaseClient
+
     async with contextlib.AsyncExitStack() as stack:
         if http is None:
             http = await stack.enter_async_context(fetch.AsyncClient(timeout=30))
@@ -120,6 +115,10 @@ async def a2a_client(
 
 def v03_client(http: httpx.AsyncClient, card: AgentCard, *, streaming: bool = False) -> BaseClient:
     """a2a-sdk's A2A 0.3 client (the JSON-RPC method names of older clients) on the card's 0.3 interface."""
+    from a2a.client import ClientConfig
+    from a2a.client.base_client import BaseClient
+    from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
+
     [interface] = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
     transport = CompatJsonRpcTransport(http, card, interface.url, is_shared_httpx=True)
     return BaseClient(card, ClientConfig(httpx_client=http, streaming=streaming), transport, [])
@@ -159,6 +158,8 @@ def user03(*parts: dict[str, Any], skill: str | None = "echo", **fields: Any) ->
 
 def strict(payload: dict[str, Any], proto: Any) -> Any:
     """Parse 1.0 JSON with a2a-sdk's protobuf types, refusing any field they do not define."""
+    from google.protobuf.json_format import ParseDict
+
     return ParseDict(payload, proto)
 
 
@@ -171,6 +172,11 @@ def same_v03(payload: dict[str, Any], model: Any) -> None:
 
 
 async def test_card_at_both_paths_is_a_valid_card_with_one_skill_per_agent(http: httpx.AsyncClient) -> None:
+    from a2a.client.card_resolver import parse_agent_card
+    from a2a.compat.v0_3 import types as v03
+    from a2a.types import AgentCard
+    from google.protobuf.json_format import MessageToDict
+
     current = (await http.get("/.well-known/agent-card.json")).json()
     older = (await http.get("/.well-known/agent.json")).json()
     assert current == older
@@ -198,6 +204,8 @@ async def test_card_at_both_paths_is_a_valid_card_with_one_skill_per_agent(http:
 
 
 async def test_each_agent_of_a_two_agent_deployment_has_its_own_card_and_endpoint_for_a_generic_client() -> None:
+    from a2a.types import GetTaskRequest, ListTasksRequest, TaskNotFoundError, TaskState
+
     app = create_agent_unit({"echo": echo, "count": AGENTS["count"]}, store="memory://", public_url=URL)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
         deployment = (await http.get("/.well-known/agent-card.json")).json()
@@ -302,6 +310,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 async def test_sdk_client_finishes_a_task_and_answers_one_across_a_restart(server: Server) -> None:
+    from a2a.types import GetTaskRequest, InvalidParamsError, Role, TaskState, UnsupportedOperationError
+
     async with a2a_client(server.url) as (client, card):
         assert card.supported_interfaces[0].url == f"{server.url}/a2a"
         done = only_task(await send(client, message(text("hello"), skill="echo")))
@@ -331,6 +341,9 @@ async def test_sdk_client_finishes_a_task_and_answers_one_across_a_restart(serve
 
 
 async def test_sdk_client_streams_a_task_to_its_pause_and_from_its_answer_across_a_restart(server: Server) -> None:
+    from a2a.types import GetTaskRequest, TaskState
+    from google.protobuf.json_format import MessageToDict
+
     async with a2a_client(server.url, streaming=True) as (client, card):
         assert card.capabilities.streaming
         events = await send(client, message(data({"order_id": "o_2"}), skill="refund"))
@@ -363,6 +376,8 @@ async def test_sdk_client_streams_a_task_to_its_pause_and_from_its_answer_across
 
 
 async def test_get_and_cancel_tasks_with_the_sdk_client(http: httpx.AsyncClient) -> None:
+    from a2a.types import CancelTaskRequest, GetTaskRequest, TaskNotCancelableError, TaskNotFoundError, TaskState
+
     async with a2a_client(URL, http=http) as (client, _):
         parked = only_task(await send(client, message(data({"order_id": "o_3"}), skill="refund")))
         canceled = await client.cancel_task(CancelTaskRequest(id=parked.id))
@@ -379,6 +394,8 @@ async def test_get_and_cancel_tasks_with_the_sdk_client(http: httpx.AsyncClient)
 
 
 async def test_list_tasks_pages_the_run_list_with_the_filters_a2a_defines(http: httpx.AsyncClient) -> None:
+    from a2a.types import InvalidParamsError, ListTasksRequest, ListTasksResponse, TaskState
+
     async with a2a_client(URL, http=http) as (client, _):
         first = only_task(await send(client, message(text("a"), skill="echo")))
         parked = only_task(
@@ -407,6 +424,9 @@ async def test_list_tasks_pages_the_run_list_with_the_filters_a2a_defines(http: 
 
 
 async def test_a_task_keeps_its_messages_and_history_length_reads_the_latest(http: httpx.AsyncClient) -> None:
+    from a2a.types import GetTaskRequest, ListTasksRequest, Role, TaskState
+    from google.protobuf.json_format import MessageToDict
+
     async with a2a_client(URL, http=http) as (client, _):
         asked = only_task(await send(client, message(data({"order_id": "o_7"}), skill="refund")))
         answer = message(data({"approved": True}), task_id=asked.id, context_id=asked.context_id)
@@ -433,6 +453,8 @@ async def test_a_task_keeps_its_messages_and_history_length_reads_the_latest(htt
 async def test_the_pending_request_of_a_paused_task_is_its_status_message_not_its_history(
     http: httpx.AsyncClient,
 ) -> None:
+    from a2a.types import GetTaskRequest, Role
+
     async with a2a_client(URL, http=http) as (client, _):
         asked = only_task(await send(client, message(data({"order_id": "o_8"}), skill="refund")))
         found = await client.get_task(GetTaskRequest(id=asked.id))
@@ -440,6 +462,8 @@ async def test_the_pending_request_of_a_paused_task_is_its_status_message_not_it
 
 
 async def test_list_tasks_puts_the_last_updated_task_first_and_pages_in_that_order(http: httpx.AsyncClient) -> None:
+    from a2a.types import ListTasksRequest
+
     async with a2a_client(URL, http=http) as (client, _):
         parked = only_task(await send(client, message(data({"order_id": "o"}), skill="refund")))
         later = only_task(await send(client, message(text("b"), skill="echo")))
@@ -471,6 +495,8 @@ async def test_list_tasks_is_authorized_like_the_run_list() -> None:
 
 
 async def test_return_immediately_then_subscribe_to_the_task(http: httpx.AsyncClient) -> None:
+    from a2a.types import GetTaskRequest, SubscribeToTaskRequest, TaskState, UnsupportedOperationError
+
     async with a2a_client(URL, http=http) as (client, _):
         started = only_task(await send(client, message(text("hi"), skill="echo"), return_immediately=True))
         assert started.status.state == TaskState.TASK_STATE_WORKING
@@ -491,6 +517,9 @@ async def test_return_immediately_then_subscribe_to_the_task(http: httpx.AsyncCl
 
 
 async def test_failed_sleeping_and_thread_continued_tasks(http: httpx.AsyncClient) -> None:
+    from a2a.types import TaskState
+    from google.protobuf.json_format import MessageToDict
+
     async with a2a_client(URL, http=http) as (client, _):
         failed = only_task(await send(client, message(text("x"), skill="broken")))
         assert failed.status.state == TaskState.TASK_STATE_FAILED
@@ -505,6 +534,8 @@ async def test_failed_sleeping_and_thread_continued_tasks(http: httpx.AsyncClien
 
 
 async def test_text_is_the_string_input_or_the_json_of_it(http: httpx.AsyncClient) -> None:
+    from a2a.types import InvalidParamsError, TaskState
+
     async with a2a_client(URL, http=http) as (client, _):
         as_string = only_task(await send(client, message(text('{"a": 1}'), skill="echo")))
         assert output_of(as_string) == 'echo: {"A": 1}'  # echo takes a string: the text as it is
@@ -528,6 +559,8 @@ async def test_the_only_agent_needs_no_skill() -> None:
 
 
 async def test_older_clients_speak_a2a_0_3_on_the_same_endpoint(http: httpx.AsyncClient) -> None:
+    from a2a.types import CancelTaskRequest, GetTaskRequest, TaskNotCancelableError, TaskState
+
     async with a2a_client(URL, http=http) as (_, card):
         for streaming in (False, True):
             client = v03_client(http, card, streaming=streaming)
@@ -562,6 +595,8 @@ async def stream(http: httpx.AsyncClient, method: str, params: Any) -> list[dict
 
 
 async def test_every_1_0_result_parses_strictly_with_the_sdk_types(http: httpx.AsyncClient) -> None:
+    from a2a.types import SendMessageResponse, StreamResponse, Task, TaskState
+
     reply = await rpc(http, "SendMessage", {"message": user({"data": {"order_id": "o_8"}}, skill="refund")})
     parked = strict(reply["result"], SendMessageResponse()).task
     assert parked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -595,6 +630,8 @@ async def test_every_1_0_result_parses_strictly_with_the_sdk_types(http: httpx.A
 
 
 async def test_every_0_3_result_reads_and_writes_back_unchanged_with_the_sdk_models(http: httpx.AsyncClient) -> None:
+    from a2a.compat.v0_3 import types as v03
+
     reply = await rpc(
         http, "message/send", {"message": user03({"kind": "data", "data": {"order_id": "o_10"}}, skill="refund")}
     )
@@ -778,6 +815,8 @@ ERRORS = [
 async def test_errors_are_json_rpc_errors_with_a2a_codes(
     http: httpx.AsyncClient, what: str, body: Any, code: int, words: str
 ) -> None:
+    from a2a.compat.v0_3 import types as v03
+
     content = body if isinstance(body, str) else json.dumps(body)
     response = await http.post("/a2a", content=content, headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
@@ -805,6 +844,8 @@ def stream_error(response: httpx.Response) -> tuple[str | None, dict[str, Any]]:
 async def test_a_streaming_call_refused_before_its_stream_starts_is_a_stream_of_that_one_error(
     http: httpx.AsyncClient,
 ) -> None:
+    from a2a.types import InvalidParamsError, SubscribeToTaskRequest, TaskNotFoundError, UnsupportedOperationError
+
     done = (await rpc(http, "SendMessage", {"message": user({"text": "x"})}))["result"]["task"]
     for method, params, code in [
         ("SendStreamingMessage", {"message": user({"text": "x"}, skill="nope")}, -32602),

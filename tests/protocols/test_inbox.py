@@ -15,10 +15,9 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Response, expect, sync_playwright
 from starlette.requests import Request
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
@@ -30,9 +29,14 @@ from agent_unit_cli.config import load_config
 from agent_unit_cli.main import app as cli
 
 from ..support import fetch
-from ..support.inbox_agents import AGENTS
 from ..support.server import ROOT, Server, free_port, wait_until_up
 from ..support.servers import missing
+
+# Playwright and the inbox's PydanticAI agents are imported where a browser is launched, a page is
+# checked or an agent is served, not here: they cost ~0.6 s of CPU, which every pytest worker paid
+# to collect this module (and the modules that import its fixtures).
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page, Response
 
 pytestmark = pytest.mark.slow  # drives a real Chromium: left out of `make check`
 
@@ -48,8 +52,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
-expect.set_options(timeout=30_000)  # a wait for a condition, not a timing assertion: slow machines pass
-
 
 def chromium_path() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -62,6 +64,9 @@ def chromium_path() -> str:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)  # a wait for a condition, not a timing assertion: slow machines pass
     executable = chromium_path()
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
@@ -135,6 +140,8 @@ def tab_to(page: Page, label: str) -> None:
 def test_a_paused_run_is_listed_first_answered_after_a_restart_and_seen_finishing_live(
     server: Server, page: Page
 ) -> None:
+    from playwright.sync_api import expect
+
     thread = new_thread()
     paused = start(server, "refund", {"order_id": "o-1"}, thread_id=thread)
     assert paused["status"] == "interrupted"
@@ -187,6 +194,8 @@ def test_a_paused_run_is_listed_first_answered_after_a_restart_and_seen_finishin
 def test_an_answer_the_server_refuses_shows_its_message_beside_the_field_and_the_run_stays_parked(
     server: Server, page: Page
 ) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "payout", "invoice 7")
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     page.get_by_label("Approved").check()
@@ -212,6 +221,8 @@ def test_an_answer_the_server_refuses_shows_its_message_beside_the_field_and_the
 
 
 def test_a_tool_approval_is_declined_with_a_reason(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "deploy", "billing")
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     expect(page.get_by_role("heading", name="Waiting for: tool-approval")).to_be_visible()
@@ -224,6 +235,8 @@ def test_a_tool_approval_is_declined_with_a_reason(server: Server, page: Page) -
 
 
 def test_the_form_is_filled_and_sent_with_the_keyboard_alone(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     thread = new_thread()
     run = start(server, "payout", "invoice 8", thread_id=thread)
     page.goto(f"{server.url}/ui/#/?thread_id={thread}")
@@ -247,6 +260,8 @@ def test_the_form_is_filled_and_sent_with_the_keyboard_alone(server: Server, pag
 
 
 def test_the_runs_are_filtered_by_status_agent_and_thread(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     a, b = new_thread(), new_thread()
     start(server, "refund", {"order_id": "o-2"}, thread_id=a)
     start(server, "payout", "invoice 9", thread_id=b)
@@ -272,6 +287,8 @@ def test_the_runs_are_filtered_by_status_agent_and_thread(server: Server, page: 
 
 
 def test_a_run_is_cancelled_then_deleted_from_its_page(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "refund", {"order_id": "o-3"})
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     page.get_by_role("button", name="Cancel run").click()
@@ -283,6 +300,8 @@ def test_a_run_is_cancelled_then_deleted_from_its_page(server: Server, page: Pag
 
 
 def test_on_a_phone_the_inbox_fits_the_screen(server: Server, browser: Browser) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "payout", "a long request that must wrap on a small screen " * 3)
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     try:
@@ -298,6 +317,8 @@ def test_on_a_phone_the_inbox_fits_the_screen(server: Server, browser: Browser) 
 
 
 def test_an_app_mounts_the_inbox_apart_from_the_api(tmp_path: Path, page: Page) -> None:
+    from playwright.sync_api import expect
+
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_STORE": f"sqlite:///{tmp_path / 'apart.db'}"}
@@ -331,6 +352,8 @@ def test_an_app_mounts_the_inbox_apart_from_the_api(tmp_path: Path, page: Page) 
 
 
 def test_the_inbox_is_served_only_when_the_app_turns_it_on() -> None:
+    from ..support.inbox_agents import AGENTS
+
     assert TestClient(create_agent_unit(AGENTS, store="memory://")).get("/ui/").status_code == 404
     client = TestClient(create_agent_unit(AGENTS, store="memory://", ui=True, base_path="/api"))
     page = client.get("/api/ui/")
@@ -345,6 +368,8 @@ def test_the_inbox_is_served_only_when_the_app_turns_it_on() -> None:
 
 
 def test_the_inbox_is_behind_authorize() -> None:
+    from ..support.inbox_agents import AGENTS
+
     asked: list[str] = []
 
     def authorize(request: Request, action: str, run: dict[str, Any]) -> bool:
@@ -423,6 +448,8 @@ def test_the_config_turns_the_inbox_on_for_builds_and_leaves_it_off_by_default(t
 
 
 def test_more_runs_are_listed_page_by_page_and_the_focus_stays_in_the_list(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     thread = new_thread()
     for _ in range(52):  # the API's default page is 50 runs
         start(server, "chatty", 0, thread_id=thread)
@@ -436,6 +463,8 @@ def test_more_runs_are_listed_page_by_page_and_the_focus_stays_in_the_list(serve
 
 
 def test_a_finished_run_page_shows_what_it_returned_or_why_it_failed(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     done = start(server, "quote", "o-9")
     failed = start(server, "declined", "o-10")
     assert (done["status"], failed["status"]) == ("completed", "failed")
@@ -454,6 +483,8 @@ def test_a_finished_run_page_shows_what_it_returned_or_why_it_failed(server: Ser
 
 
 def test_the_focused_page_heading_has_no_text_field_outline(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     page.goto(f"{server.url}/ui/")
     heading = page.get_by_role("heading", level=1)
     expect(heading).to_be_focused()

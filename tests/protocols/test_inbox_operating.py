@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
-from playwright.sync_api import Page, expect
 
 from ..support import fetch
 from ..support.server import Server
 from .test_inbox import browser, get_run, page, start  # noqa: F401 - the inbox tests' Chromium fixtures
+
+# Playwright is imported where a page is checked, not here: every pytest worker paid for it to
+# collect this module.
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.slow  # drives a real Chromium: left out of `make check`
 
@@ -28,6 +33,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def test_the_run_page_shows_who_answered_and_when(server: Server, page: Page) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
     run = start(server, "refund", {"order_id": "o-ops"})
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     page.get_by_label("Approved").check()
@@ -41,6 +48,8 @@ def test_the_run_page_shows_who_answered_and_when(server: Server, page: Page) ->
 
 
 def test_a_failed_run_is_retried_from_its_failed_step_with_the_button(server: Server, page: Page) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
     run = start(server, "transient", "x")
     assert run["status"] == "failed" and run["error"]["step"] == "fetch"
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")

@@ -18,10 +18,9 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agent_unit import RunEngine
 from agent_unit._ids import new_id
@@ -30,9 +29,13 @@ from agent_unit.stores.sqlite import SQLiteStore
 
 from ..support import fetch
 from ..support.crash import start_and_kill
-from ..support.inbox_agents import AGENTS
 from ..support.server import Server
 from .test_inbox import CHROMIUM_ARGS, chromium_path
+
+# Playwright and the inbox's PydanticAI agents are imported where they are used, not here: they cost
+# ~0.6 s of CPU, which every pytest worker paid to collect this module.
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 pytestmark = pytest.mark.slow  # drives a real Chromium: left out of `make check`
 
@@ -82,6 +85,9 @@ def server(db: Path) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)  # as in test_inbox.py: slow machines pass
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
         yield launched
@@ -117,6 +123,8 @@ def row(page: Page, name: str) -> Any:
 
 
 def test_a_retried_step_a_sleep_and_an_interrupt_appear_on_the_timeline_live(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "journey", "o-1", wait=False)  # the page opens while the step is still failing
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     fetch = row(page, "step fetch-stock")
@@ -142,6 +150,8 @@ def test_a_retried_step_a_sleep_and_an_interrupt_appear_on_the_timeline_live(ser
 
 
 def test_model_and_tool_calls_show_under_the_agent_turn_with_token_usage(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "shopper", "what does a pear cost?")
     assert run["status"] == "completed", run
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
@@ -162,6 +172,8 @@ def test_model_and_tool_calls_show_under_the_agent_turn_with_token_usage(server:
 def test_a_two_day_sleep_reads_as_such_and_the_steps_before_it_stay_visible(
     server: Server, page: Page, db: Path
 ) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "napper", "x")
     assert run["status"] == "sleeping"
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
@@ -198,6 +210,8 @@ async def event_times(db: Path, run_id: str) -> dict[str, list[int]]:
 
 
 def test_a_yield_and_a_recovery_after_a_crash_are_drawn_from_the_events(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     page.goto(f"{server.url}/ui/#/runs/none")  # the page's scripts, on a page of their own
     expect(page.get_by_role("heading", name="Run not found")).to_be_visible()
     t = 1_700_000_000_000
@@ -233,6 +247,10 @@ def test_a_yield_and_a_recovery_after_a_crash_are_drawn_from_the_events(server: 
 def test_a_run_recovered_after_a_kill_9_shows_the_step_the_crash_cut_short(
     server: Server, page: Page, db: Path, tmp_path: Path
 ) -> None:
+    from playwright.sync_api import expect
+
+    from ..support.inbox_agents import AGENTS
+
     async def crash_and_recover() -> RunRecord:
         run_id = await start_and_kill(db, "tests.support.inbox_agents:AGENTS", "crashy", "x", marker=tmp_path / "hang")
         # A sweep here recovers it (the module's server may sweep first: either is a recovery).
@@ -266,6 +284,8 @@ def test_a_run_recovered_after_a_kill_9_shows_the_step_the_crash_cut_short(
 
 
 def test_a_running_run_shows_its_running_step_and_is_cancelled_from_its_page(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "slow", "x", wait=False)
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     expect(page.locator("dl.facts")).to_contain_text("running")
@@ -277,6 +297,8 @@ def test_a_running_run_shows_its_running_step_and_is_cancelled_from_its_page(ser
 
 
 def test_a_completed_runs_output_is_a_json_tree_that_folds(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "quote", "o-9")
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
     tree = page.locator(".json-tree")
@@ -295,6 +317,8 @@ def test_a_completed_runs_output_is_a_json_tree_that_folds(server: Server, page:
 def test_a_failed_runs_error_shows_its_type_message_and_the_frames_of_the_users_code(
     server: Server, page: Page
 ) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "broken", "x")
     assert run["status"] == "failed"
     page.goto(f"{server.url}/ui/#/runs/{run['id']}")
@@ -309,6 +333,8 @@ def test_a_failed_runs_error_shows_its_type_message_and_the_frames_of_the_users_
 
 
 def test_an_interrupted_and_a_sleeping_run_show_what_they_wait_for(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     asked = start(server, "refund", {"order_id": "o-5"})
     page.goto(f"{server.url}/ui/#/runs/{asked['id']}")
     expect(page.get_by_role("heading", name="Waiting for: approve-refund")).to_be_visible()
@@ -326,6 +352,8 @@ def test_the_first_page_of_10000_runs_is_read_from_an_index_and_the_list_pages_w
     server: Server, page: Page, db: Path
 ) -> None:
     # How fast is measured apart, never by a timed assertion here: this proves the shape that keeps it fast.
+    from playwright.sync_api import expect
+
     for status in (None, "completed"):
         query = f"?status={status}" if status else ""
         first = fetch.get(f"{server.url}/runs{query}", timeout=10).json()
@@ -358,6 +386,8 @@ def test_the_first_page_of_10000_runs_is_read_from_an_index_and_the_list_pages_w
 
 
 def test_new_runs_and_status_changes_appear_in_the_list_without_a_reload(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     thread = f"live-{uuid.uuid4().hex[:8]}"
     first = start(server, "refund", {"order_id": "o-6"}, thread_id=thread)
     page.goto(f"{server.url}/ui/#/?thread_id={thread}")
@@ -373,6 +403,8 @@ def test_new_runs_and_status_changes_appear_in_the_list_without_a_reload(server:
 
 
 def test_a_run_is_found_by_its_id(server: Server, page: Page) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "quote", "o-7")
     page.goto(f"{server.url}/ui/")
     page.get_by_label("Run id").fill(f"  {run['id']} ")
@@ -391,6 +423,8 @@ def test_a_run_is_found_by_its_id(server: Server, page: Page) -> None:
 def test_in_dark_mode_at_375_px_the_timeline_fits_and_is_used_with_the_keyboard(
     server: Server, browser: Browser
 ) -> None:
+    from playwright.sync_api import expect
+
     run = start(server, "journey", "o-8")
     context = browser.new_context(viewport={"width": 375, "height": 800}, color_scheme="dark", is_mobile=True)
     try:

@@ -16,15 +16,11 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import httpx2
-import jsonschema
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
 from starlette.requests import Request
 
 from agent_unit import create_agent_unit
@@ -34,6 +30,12 @@ from agent_unit.http.mcp import RESUME_TOOL, tool_input_schema
 from ..support import fetch
 from ..support.mcp_agents import AGENTS
 from ..support.server import Server
+
+# The official MCP client is imported by the tests that use it, not here: it costs ~0.4 s of CPU,
+# which every pytest worker would otherwise pay to collect this module.
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.types import CallToolResult
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"  # pinned: a bare install picks an old 0.x on Node 20
 JSON_RPC = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -50,6 +52,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @contextlib.asynccontextmanager
 async def in_process(app: Any, mode: str = "auto", **headers: str) -> AsyncIterator[Client]:
     """The official client, talking to ``app`` in this process."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://unit", headers=headers)
     async with http, Client(streamable_http_client("http://unit/mcp", http_client=http), mode=mode) as client:
         yield client
@@ -72,6 +77,8 @@ def text(result: CallToolResult) -> str:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])  # the 2026-07-28 per-request era, and the handshake era
 async def test_the_official_client_lists_calls_pauses_and_resumes(server: Server, mode: str) -> None:
+    from mcp import Client
+
     async with Client(f"{server.url}/mcp", mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert sorted(tools) == sorted([*AGENTS, RESUME_TOOL])
@@ -103,6 +110,8 @@ async def test_the_official_client_lists_calls_pauses_and_resumes(server: Server
 
 
 async def test_a_run_paused_over_mcp_resumes_from_a_restarted_server(server: Server) -> None:
+    from mcp import Client
+
     async with Client(f"{server.url}/mcp") as client:
         paused = await client.call_tool("refund", {"order_id": "o_2"})
     server.restart()  # stateless: the run id is all a client needs, in any process
@@ -196,6 +205,8 @@ async def test_a_non_object_input_is_wrapped_and_unwrapped(app: Any) -> None:
 
 
 def test_a_wrapped_schema_keeps_its_references_resolvable() -> None:
+    import jsonschema
+
     inner = AGENTS["batch"].input_schema
     wrapped, was_wrapped = tool_input_schema(inner)
     assert was_wrapped and "$defs" not in wrapped["properties"]["input"]
