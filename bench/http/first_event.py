@@ -47,7 +47,8 @@ import httpx
 HERE = Path(__file__).resolve().parent
 PATH = "/agents/approve/runs"
 BODY = b'{"input": {}}'
-CHROMIUM = "/usr/bin/chromium"
+# A system Chromium (Playwright's own browsers are not needed): --chromium to name another.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -234,7 +235,7 @@ def report(label: str, client: str, samples: list[Sample], load: str) -> str:
 
 
 async def measure(
-    servers: list[Server], clients: list[str], rounds: int, gap: float
+    servers: list[Server], clients: list[str], rounds: int, gap: float, chromium: str = CHROMIUM
 ) -> dict[tuple[str, str], list[Sample]]:
     results: dict[tuple[str, str], list[Sample]] = {(s.label, c): [] for s in servers for c in clients}
     raws = {s.label: Raw(s.port) for s in servers}
@@ -245,7 +246,7 @@ async def measure(
         from playwright.async_api import async_playwright
 
         playwright = await async_playwright().start()
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         for s in servers:
             page = await browser.new_page()
             await page.goto(f"http://127.0.0.1:{s.port}/agents")
@@ -290,6 +291,7 @@ def main() -> int:
     parser.add_argument("--clients", default="raw,httpx-warm,httpx-fresh,chromium")
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--gap", type=float, default=0.2, help="seconds between two samples")
+    parser.add_argument("--chromium", default=CHROMIUM, help="the Chromium executable (default: on PATH)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (traces, logs, databases)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="agent-unit-first-event-"))
@@ -298,7 +300,7 @@ def main() -> int:
         mains = [tuple(m.split("=", 1)) for m in args.main] or [("built", str(build(work)))]
         servers = [start(label, Path(path), work) for label, path in mains]
         before = os.getloadavg()[0]
-        results = asyncio.run(measure(servers, args.clients.split(","), args.rounds, args.gap))
+        results = asyncio.run(measure(servers, args.clients.split(","), args.rounds, args.gap, args.chromium))
         load = f"{before:.2f}->{os.getloadavg()[0]:.2f}"
     finally:
         for s in servers:
