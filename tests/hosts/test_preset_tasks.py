@@ -167,7 +167,8 @@ def test_a_schedule_event_runs_its_task_once_in_a_cold_lambda(
 ) -> None:
     root, _ = lambda_build
     log = tmp_path / "tasks.log"
-    function = Lambda(root / "function", {"AGENT_UNIT_STORAGE": redis_url, "TASK_LOG": str(log)})
+    # cold: the repeated delivery goes to a container that never saw the first, so only the store can refuse it
+    function = Lambda(root / "function", {"AGENT_UNIT_STORAGE": redis_url, "TASK_LOG": str(log)}, cold=True)
     event = {"agent_unit": "task", "task": "send-digest", "scheduled_at": "2026-12-01T08:05:00Z"}
     first = function.invoke(event)
     assert first == {"task": "send-digest", "scheduled_at": "2026-12-01T08:05:00+00:00", "ran": True}
