@@ -4,7 +4,7 @@
   scheduler runs the latest tick of a task due every minute as it starts (the catch-up rule);
 - aws-lambda: the template has one EventBridge Scheduler schedule for the task, cfn-lint stays
   clean, and the schedule's event runs the task in a new cold process from the unpacked zip,
-  once (a repeated delivery runs nothing);
+  once (a repeated delivery, to another new process, runs nothing);
 - vercel: ``config.json`` has one cron for the task, and the cron's request to an instance
   started as Vercel starts one runs it with ``Bearer $CRON_SECRET``, once (a repeated request
   for the same tick runs nothing).
