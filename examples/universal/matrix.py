@@ -12,8 +12,9 @@ How each host is run here (as ``tests/hosts/test_preset_*.py`` run them):
 - server: the build moved elsewhere, ``python -I -S main.py``; the restart is a new process.
 - docker: no Docker engine here: the image's CMD (``python main.py``) with its ENV, run from
   the build folder by a bare Python (``-I -S``), as the image's slim Python would.
-- aws-lambda: function.zip unpacked; every invocation a new ``python -I -S`` process calling
-  ``handler.handler(event, None)`` with an HTTP API event (each one a cold container).
+- aws-lambda: function.zip unpacked; a container is a ``python -I -S`` process that imports the
+  handler once and calls ``handler.handler(event, None)`` with HTTP API events one after another
+  (a warm container, as Lambda reuses one); the restart ends it: the next request is a cold start.
 - vercel: the function started as Vercel's functions runtime starts one (Python 3.12+, the
   vendored ``vercel_runtime`` reporting its port over ``VERCEL_IPC_PATH``); restart = new instance.
 - netlify: built (its redirects proxy to the server build); Netlify's proxy cannot run here.
@@ -141,19 +142,20 @@ class Process(Host):
         return response.status_code, response.json()
 
 
-LAMBDA_RUNNER = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import handler
-print(json.dumps(handler.handler(json.loads(open(sys.argv[2]).read()), None)))
-"""
-
-
 class Lambda(Host):
-    """Each request a new cold container: ``python -I -S`` calling the handler with an HTTP API event."""
+    """The unpacked function in Lambda's containers (``tests/support/lambda_containers.Function``):
+    each a ``python -I -S`` process that imports the handler once and calls it with HTTP API events
+    one after another (a warm container); a restart ends them, so the next request is a cold start
+    in a new process."""
 
     def __init__(self, folder: Path, env: dict[str, str]) -> None:
-        self.folder, self.env, self.count = folder, env, 0
+        sys.path.insert(0, str(ROOT))
+        from tests.support.lambda_containers import Function
+
+        self.function = Function(folder, env, timeout=300)  # a cold start imports every framework
+
+    def stop(self) -> None:
+        self.function.restart()
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         raw_path, _, query = path.partition("?")
@@ -174,14 +176,7 @@ class Lambda(Host):
             "body": None if body is None else json.dumps(body),
             "isBase64Encoded": False,
         }
-        self.count += 1
-        event_file = self.folder.parent / f"event-{self.count}.json"
-        event_file.write_text(json.dumps(event))
-        command = [sys.executable, "-I", "-S", "-c", LAMBDA_RUNNER, str(self.folder), str(event_file)]
-        done = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=300)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-2000:])
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        answer = self.function.invoke(event)
         return answer["statusCode"], json.loads(answer.get("body") or "null")
 
 

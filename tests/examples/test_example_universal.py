@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a sub
 MATRIX = ROOT / "examples" / "universal" / "matrix.py"
 
 
-@pytest.mark.timeout(1800)  # two builds that vendor with pip, and a new process for every Lambda request
+@pytest.mark.timeout(1800)  # builds that vendor with pip; a Lambda cold start after each restart
 def test_plain_and_pydantic_ai_pass_on_server_and_lambda_and_netlify_is_labelled() -> None:
     if shutil.which("redis-server") is None:
         missing("redis-server")

@@ -143,10 +143,10 @@ def test_an_aws_lambda_build_starts_and_runs_both_agents_from_its_unpacked_zip(
     with zipfile.ZipFile(Path(result["output"]) / "function.zip") as archive:
         archive.extractall(unpacked)
     assert (unpacked / "vendor" / "redis").is_dir()  # the driver of the scheme behind ${AU_TEST_STORE}
-    function = Lambda(unpacked, {"AU_TEST_STORE": redis_url})
-    for name, output_text in [("plain", "plain: hi"), ("assistant", "hello from pydantic-ai")]:
-        response = function.http("POST", f"/agents/{name}/runs?wait=1", {"input": "hi"})
-        assert response["json"]["status"] == "completed" and response["json"]["output"] == output_text
+    with Lambda(unpacked, {"AU_TEST_STORE": redis_url}) as function:  # one container: PydanticAI imported once
+        for name, output_text in [("plain", "plain: hi"), ("assistant", "hello from pydantic-ai")]:
+            response = function.http("POST", f"/agents/{name}/runs?wait=1", {"input": "hi"})
+            assert response["json"]["status"] == "completed" and response["json"]["output"] == output_text
 
 
 def test_a_vercel_build_vendors_wheels_for_its_python_and_starts_where_that_python_is(

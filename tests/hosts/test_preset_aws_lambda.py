@@ -1,11 +1,14 @@
 """``--preset aws-lambda``: the template passes cfn-lint (with the SAM transform), and the built zip runs.
 
 No AWS account is reachable here. What runs is the same code path Lambda runs: the zip is
-unpacked into a fresh folder and every invocation is a NEW process of this Python with
-nothing else on its path (``python -I -S``) calling ``handler.handler(event, context)`` with
-real API Gateway v2 / Function URL / EventBridge events, over a shared store (a real Redis, and
-DynamoDB on moto's emulator). Continuations go to a local stand-in for the Function URL that
-invokes the handler in a new process per request, as Lambda would.
+unpacked into a fresh folder and run in containers (``tests/support/lambda_containers``), each
+a process of this Python with nothing else on its path (``python -I -S``) that imports the
+handler once and calls ``handler.handler(event, context)`` with real API Gateway v2 / Function
+URL / EventBridge events, one after another, over a shared store (a real Redis, and DynamoDB on
+moto's emulator). A container is reused while it is idle, as Lambda reuses a warm one; a test
+whose point is a cold container says so (``cold=True``: each invocation a new process, or a
+``restart()``). Continuations go to a local stand-in for the Function URL that invokes the
+function once per request, in a new container whenever the others are busy, as Lambda would.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from ..support.lambda_containers import Function
 from ..support.serverless_agents import LONG, NAPPER
 
 pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a subprocess: left out of `make check`
@@ -33,22 +37,12 @@ pytestmark = pytest.mark.slow  # builds a preset's output and starts it in a sub
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "a-secret-of-sixteen-chars"
 
-RUNNER = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import handler
-
-event = json.loads(open(sys.argv[2]).read())
-print(json.dumps(handler.handler(event, None)))
-"""
-
-# As RUNNER, with OpenTelemetry's SDK (this test's, after the function's own packages) configured
-# the way an app does, batching spans for ten minutes: only a flush exports them before that.
-# It prints the names of the spans exported by the time the handler returned.
-OTEL_RUNNER = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-sys.path.append(sys.argv[3])
+# Before the handler's import: OpenTelemetry's SDK (this test's, after the function's own packages)
+# configured the way an app does, batching spans for ten minutes: only a flush exports them before
+# that. After each invocation: the names of the spans exported by the time the handler returned.
+OTEL_SETUP = """
+import sys
+sys.path.append({purelib!r})
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -58,13 +52,8 @@ exporter = InMemorySpanExporter()
 provider = TracerProvider()
 provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=600_000))
 trace.set_tracer_provider(provider)
-import handler
-
-event = json.loads(open(sys.argv[2]).read())
-response = handler.handler(event, None)
-response["spans"] = sorted(span.name for span in exporter.get_finished_spans())
-print(json.dumps(response))
 """
+OTEL_SPANS = 'response["spans"] = sorted(span.name for span in exporter.get_finished_spans())'
 
 
 def lint(template: str) -> list[str]:
@@ -96,32 +85,36 @@ def build(tmp: Path, storage: str) -> Path:
 
 
 class Lambda:
-    """Invokes the unpacked function the way Lambda does, each call in a new process (a cold container)."""
+    """Invokes the unpacked function the way Lambda does: in a warm container while one is idle,
+    else in a new one (``function``, a :class:`Function`); ``cold=True``: each call in a new one.
 
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
-        self.folder = folder
+    ``env`` is read when a container starts: set it before the first invocation (or ``restart()``).
+    """
+
+    def __init__(self, folder: Path, env: dict[str, str], *, cold: bool = False) -> None:
         self.env = {"PATH": os.environ.get("PATH", ""), "AGENT_UNIT_SECRET": SECRET, **env}
+        self.function = Function(folder, self.env, cold=cold)
         self.invocations = 0
         self.url: FunctionUrl | None = None
-        self.runner = RUNNER
-        self.runner_args: list[str] = []
         self._lock = threading.Lock()
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self.invocations += 1
-            number = self.invocations
-        path = self.folder.parent / f"event-{number}.json"
-        path.write_text(json.dumps(event))
-        done = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", self.runner, str(self.folder), str(path), *self.runner_args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return self.function.invoke(event)  # type: ignore[no-any-return]
+
+    def restart(self) -> None:
+        """End every container: the next invocation is a cold start."""
+        self.function.restart()
+
+    def close(self) -> None:
+        self.function.close()
+
+    def __enter__(self) -> Lambda:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def http(self, method: str, path: str, body: Any = None, *, function_url: bool = False, **headers: str) -> Any:
         """An HTTP API (payload 2.0) event, or a Function URL event; the decoded JSON response."""
@@ -195,6 +188,7 @@ def redis_function(redis_build: Path, redis_url: str) -> Iterator[Lambda]:
     function.url = FunctionUrl(function)
     function.env["AGENT_UNIT_URL"] = function.url.url
     yield function
+    function.close()
     function.url.close()
 
 
@@ -239,6 +233,7 @@ def test_the_build_refuses_storage_an_invocation_does_not_share(tmp_path: Path) 
 
 
 def test_pause_resume_and_finish_through_real_events_each_in_a_cold_process(redis_function: Lambda) -> None:
+    redis_function.function.cold = True  # the point: each step in a container that never saw the run before
     started = redis_function.http("POST", "/agents/refund/runs", {"input": {"order_id": "o_1"}})
     assert started["statusCode"] == 200  # buffered: the run ran in the invocation until it parked
     run = started["json"]
@@ -252,12 +247,12 @@ def test_pause_resume_and_finish_through_real_events_each_in_a_cold_process(redi
     assert events["headers"]["content-type"].startswith("text/event-stream")
     types = [json.loads(line[5:])["type"] for line in events["body"].splitlines() if line.startswith("data:")]
     assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED" and "RUN_INTERRUPTED" in types
-    assert redis_function.invocations == 3
+    assert redis_function.invocations == 3 and redis_function.function.started == 3
 
 
 def test_a_runs_spans_are_exported_before_the_handler_returns(redis_function: Lambda) -> None:
-    redis_function.runner = OTEL_RUNNER
-    redis_function.runner_args = [sysconfig.get_paths()["purelib"]]
+    redis_function.function.before = OTEL_SETUP.format(purelib=sysconfig.get_paths()["purelib"])
+    redis_function.function.after = OTEL_SPANS
     started = redis_function.http("POST", "/agents/refund/runs", {"input": {"order_id": "o_1"}})
     assert started["json"]["status"] == "interrupted"
     assert started["spans"] == ["run refund", "step load-order"]
@@ -307,6 +302,7 @@ def test_pause_and_resume_over_dynamodb_on_the_emulator(tmp_path: Path, dynamodb
     function = Lambda(
         tmp_path / "function",
         {"AGENT_UNIT_STORAGE": table, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"},
+        cold=True,  # resumed by a container that never saw the run: all it knows is in the table
     )
     run = function.http("POST", "/agents/refund/runs", {"input": {"order_id": "o_3"}})["json"]
     assert run["status"] == "interrupted"
@@ -316,7 +312,7 @@ def test_pause_and_resume_over_dynamodb_on_the_emulator(tmp_path: Path, dynamodb
 
 
 def test_rest_api_and_alb_events_go_through_the_same_handler(redis_function: Lambda) -> None:
-    """API Gateway REST API (payload 1.0) and Application Load Balancer events, each in a cold process."""
+    """API Gateway REST API (payload 1.0) and Application Load Balancer events, one after the other in a container."""
     rest = redis_function.invoke(
         {
             "resource": "/{proxy+}",

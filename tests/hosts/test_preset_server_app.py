@@ -6,7 +6,8 @@ A FastAPI app with a route, a lifespan, ``wait_until`` work and a task, built fo
 - docker: the Dockerfile checked, and its CMD run locally (no Docker engine here, so not a
   container) from what it copies, moved elsewhere, with the image's ENV and HOST/PORT;
 - aws-lambda: the unpacked zip, each cold container a new ``python -I -S`` process taking
-  events (two in one process: the lifespan starts once per container, not per invocation);
+  events in turn (``tests/support/lambda_containers``; two in one process: the lifespan starts
+  once per container, not per invocation);
 - vercel: an instance started as Vercel's functions runtime starts one.
 
 An app that mounts agents at ``/api/ai``, on aws-lambda and vercel: a run sleeps and the host's
@@ -38,6 +39,7 @@ import pytest
 
 from ..support import fetch
 from ..support.dev_process import DevProcess
+from ..support.lambda_containers import Container
 from ..support.server import free_port, wait_until_up
 from . import test_preset_vercel
 from .test_preset_aws_lambda import FunctionUrl, Lambda, lint
@@ -97,14 +99,6 @@ schedule = "* * * * *"
 handler = "web.main:digest"
 """
 
-LAMBDA = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import handler
-for path in sys.argv[2:]:
-    print(json.dumps(handler.handler(json.loads(open(path).read()), None)))
-"""
-
 
 def project(folder: Path, config: str = CONFIG) -> Path:
     (folder / "web").mkdir(parents=True)
@@ -155,20 +149,10 @@ def http_event(path: str, method: str = "GET", body: Any = None) -> dict[str, An
 def cold_container(
     folder: Path, log: Path, *events: dict[str, Any], env: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """One new Lambda container (``python -I -S``) that takes ``events`` in turn, then ends."""
-    paths = []
-    for number, event in enumerate(events):
-        paths.append(folder.parent / f"event-{time.monotonic_ns()}-{number}.json")
-        paths[-1].write_text(json.dumps(event))
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", LAMBDA, str(folder), *map(str, paths)],
-        capture_output=True,
-        text=True,
-        env={"PATH": os.environ["PATH"], "APP_LOG": str(log), **(env or {})},
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.strip().splitlines()[-len(events) :]]
+    """One new Lambda container (``python -I -S``) that takes ``events`` in turn, then is ended
+    (killed, as Lambda ends one: work not done by an answer's return is lost)."""
+    with Container(folder, {"PATH": os.environ["PATH"], "APP_LOG": str(log), **(env or {})}) as container:
+        return [container.invoke(event) for event in events]
 
 
 MOUNTED = """import asyncio
@@ -541,10 +525,17 @@ def test_agents_mounted_in_your_app_on_lambda_sleep_and_the_scheduled_sweep_wake
     run = json.loads(started["body"])
     assert run["status"] == "sleeping", run  # buffered, as Lambda needs: the answer came once the run parked
     time.sleep(1.2)
-    (refused,) = cold_container(folder, log, http_event("/api/ai/__agent-unit/sweep", "POST"), env=env)
+    # the schedule's events reach another container: the one that started the run is gone
+    refused, swept, read = cold_container(
+        folder,
+        log,
+        http_event("/api/ai/__agent-unit/sweep", "POST"),
+        {"agent_unit": "sweep"},
+        http_event(f"/api/ai/runs/{run['id']}"),
+        env=env,
+    )
     assert refused["statusCode"] == 401  # deployed: the unit's internal routes need AGENT_UNIT_SECRET
-    assert cold_container(folder, log, {"agent_unit": "sweep"}, env=env) == [{"woken": 1, "recovered": 0, "deleted": 0}]
-    (read,) = cold_container(folder, log, http_event(f"/api/ai/runs/{run['id']}"), env=env)
+    assert swept == {"woken": 1, "recovered": 0, "deleted": 0}
     done = json.loads(read["body"])
     assert done["status"] == "completed" and done["output"] == "rested well"
 
@@ -565,7 +556,7 @@ def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount
     mounted_build: Path, tmp_path: Path, redis_url: str
 ) -> None:
     function = Lambda(mounted_build / "function", {"RUNS_URL": redis_url, "APP_LOG": str(tmp_path / "app.log")})
-    function.url = FunctionUrl(function)  # each POST to the function's own URL is a new cold invocation
+    function.url = FunctionUrl(function)  # each POST to the function's own URL is a new invocation
     function.env["AGENT_UNIT_URL"] = function.url.url
     try:
         first = function.http("POST", "/api/ai/agents/long/runs", {"input": 10})["json"]
@@ -576,6 +567,7 @@ def test_a_run_of_agents_mounted_in_your_app_on_lambda_continues_under_the_mount
             time.sleep(0.5)
         assert record["output"] == sum(range(10))
     finally:
+        function.close()
         function.url.close()
 
 

@@ -4,7 +4,7 @@
   scheduler runs the latest tick of a task due every minute as it starts (the catch-up rule);
 - aws-lambda: the template has one EventBridge Scheduler schedule for the task, cfn-lint stays
   clean, and the schedule's event runs the task in a new cold process from the unpacked zip,
-  once (a repeated delivery runs nothing);
+  once (a repeated delivery, to another new process, runs nothing);
 - vercel: ``config.json`` has one cron for the task, and the cron's request to an instance
   started as Vercel starts one runs it with ``Bearer $CRON_SECRET``, once (a repeated request
   for the same tick runs nothing).
@@ -167,7 +167,8 @@ def test_a_schedule_event_runs_its_task_once_in_a_cold_lambda(
 ) -> None:
     root, _ = lambda_build
     log = tmp_path / "tasks.log"
-    function = Lambda(root / "function", {"AGENT_UNIT_STORAGE": redis_url, "TASK_LOG": str(log)})
+    # cold: the repeated delivery goes to a container that never saw the first, so only the store can refuse it
+    function = Lambda(root / "function", {"AGENT_UNIT_STORAGE": redis_url, "TASK_LOG": str(log)}, cold=True)
     event = {"agent_unit": "task", "task": "send-digest", "scheduled_at": "2026-12-01T08:05:00Z"}
     first = function.invoke(event)
     assert first == {"task": "send-digest", "scheduled_at": "2026-12-01T08:05:00+00:00", "ran": True}
