@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, QueryParams
 
 from agent_unit import Run, RunEngine, RunStatus, create_agent_unit, define_agent, telemetry
 from agent_unit._answers import check_answer
 from agent_unit._records import Interrupt, RunRecord
 from agent_unit.errors import InvalidAnswer
-from agent_unit.http.headers import header
+from agent_unit.http.headers import header, query
 from agent_unit.stores.memory import MemoryStore
 
 
@@ -228,6 +228,15 @@ def test_a_header_read_from_the_scope_is_what_starlette_reads(name: bytes) -> No
     assert header(scope, name) == Headers(scope=scope).get(name.decode())
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"wait=1", b"wait", b"wait=", b"a=1&wait=0&wait=true", b"&&wait=yes&", b"=&wait=on", b"waits=1&wai=1",
+     b"wait=%31", b"w%61it=1", b"wait=a+b", b"wait=caf\xe9", b"x=1;wait=1", b"wait=1=2"],
+)  # fmt: skip
+def test_a_query_parameter_read_from_the_scope_is_what_starlette_reads(raw: bytes) -> None:
+    assert query({"type": "http", "query_string": raw}, "wait") == QueryParams(raw).get("wait")
+
+
 @pytest.mark.parametrize("text", ["refund for café", "a lone \ud800 surrogate"])
 def test_a_run_is_answered_with_the_bytes_its_public_view_gives(text: str) -> None:
     from datetime import UTC, datetime
@@ -260,3 +269,19 @@ async def test_a_waiter_that_is_cancelled_leaves_the_execution_running() -> None
     done = await engine.wait(record.id)
     assert done.status == RunStatus.completed and done.output == "done"
     await engine.aclose()
+
+
+def test_no_two_routes_of_the_app_match_one_path() -> None:
+    """The app tries its busiest routes first: the same answers only while each path has one route."""
+    import re
+
+    from starlette.routing import compile_path
+
+    from agent_unit.http.routes import served_routes
+
+    served = served_routes(mcp=True, ui=True)
+    for spec in served:
+        path = re.sub(r"{[a-z_]+}", "x", spec.path)
+        matching = {other.path for other in served if compile_path(other.path)[0].match(path)}
+        assert matching == {spec.path}, (spec.path, matching)
+
