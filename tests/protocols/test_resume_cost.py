@@ -271,6 +271,22 @@ async def test_a_waiter_that_is_cancelled_leaves_the_execution_running() -> None
     await engine.aclose()
 
 
+def test_assigning_fields_at_once_leaves_the_record_as_setting_each_does() -> None:
+    from datetime import UTC, datetime
+
+    from agent_unit._records import assign
+
+    now = datetime.now(UTC)
+    made: dict[str, Any] = {"id": "run_1", "agent": "a", "thread_id": "t", "status": RunStatus.interrupted}
+    one, other = RunRecord(**made, created_at=now, updated_at=now), RunRecord(**made, created_at=now, updated_at=now)
+    fields = {"status": RunStatus.running, "interrupt": None, "lease_owner": "me/1", "lease_expires": 2.0}
+    for name, value in fields.items():
+        setattr(one, name, value)
+    assign(other, **fields)
+    assert other.model_dump() == one.model_dump() and other.model_fields_set == one.model_fields_set
+    assert not RunRecord.model_config.get("validate_assignment")  # else setattr validates, and assign must too
+
+
 def test_no_two_routes_of_the_app_match_one_path() -> None:
     """The app tries its busiest routes first: the same answers only while each path has one route."""
     import re
