@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from .._records import FINISHED, JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreUnavailable
 from . import DEFAULT_STORE_PATH
 from ._checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, THREADS, WalCheckpointer
@@ -288,7 +288,10 @@ class SQLiteStore:
         return self._tips.pop(run_id, None)
 
     def _remember(self, run_id: str, last: int, live: bool = True) -> None:
-        """After a commit: keep the run's last seq for its next append (a live run's only)."""
+        """After a commit: keep the run's last seq for its next write, unless the run has finished.
+
+        A parked run's (interrupted, sleeping) too: its next write is the claim of its resume or
+        wake, which then seeks nothing in the events index (one statement of a resume's twelve)."""
         if not live:
             self._tips.pop(run_id, None)
             return
@@ -355,7 +358,7 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
             raise
         self._committed()
-        self._remember(record.id, last, record.status == RunStatus.running)
+        self._remember(record.id, last, record.status not in FINISHED)
         return last
 
     async def append(

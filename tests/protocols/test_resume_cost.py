@@ -301,3 +301,29 @@ def test_no_two_routes_of_the_app_match_one_path() -> None:
         matching = {other.path for other in served if compile_path(other.path)[0].match(path)}
         assert matching == {spec.path}, (spec.path, matching)
 
+
+async def test_a_resume_on_sqlite_seeks_no_last_seq_yet_its_events_follow_another_connections(tmp_path: Any) -> None:
+    """The claim of a run parked by this store knows its last seq; after another connection wrote
+    (another process: a message, a cancel), it seeks it again, and seqs never repeat."""
+    from agent_unit import _events as ev
+    from agent_unit.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = RunEngine({"approve": approve}, store, background_sweep=False)
+    statements: list[str] = []
+    first = await engine.start("approve", None, wait=True)
+    second = await engine.start("approve", None, wait=True)
+    store._db.set_trace_callback(statements.append)
+    assert (await engine.resume(first.id, True, wait=True)).status == RunStatus.completed
+    assert statements and not [sql for sql in statements if "max(seq)" in sql]
+
+    other = SQLiteStore(tmp_path / "runs.db")  # another connection writes an event to the parked run
+    parked = await other.load_run(second.id)
+    assert parked is not None
+    await other.save_run(parked, expected_version=parked.version, events=[ev.dumps(ev.custom("x", 1))])
+    statements.clear()
+    assert (await engine.resume(second.id, True, wait=True)).status == RunStatus.completed
+    assert [sql for sql in statements if "max(seq)" in sql]
+    seqs = [event.seq for event in await store.read_events(second.id)]
+    assert seqs == list(range(1, len(seqs) + 1))
+    await engine.aclose()
