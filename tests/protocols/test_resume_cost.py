@@ -113,7 +113,8 @@ async def test_telemetry_reads_the_environment_once_and_again_after_reset(monkey
 
 async def test_a_resume_over_http_makes_four_store_calls_and_starts_one_task(http: httpx.AsyncClient) -> None:
     """Read (authorize), claim, journal, end: and one task, the execution; its lease renewal is a
-    timer until a third of the lease has passed, and this execution ends long before."""
+    timer until a third of the lease has passed, and this execution ends long before. On SQLite
+    those calls run 13 statements."""
     run_id = await parked(http)
     store = http.app.engine.store  # type: ignore[attr-defined]
     calls: list[str] = []
@@ -133,16 +134,22 @@ async def test_a_resume_over_http_makes_four_store_calls_and_starts_one_task(htt
             tasks.append(coro.__qualname__)
         return asyncio.Task(coro, loop=loop, **kwargs)
 
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)  # the SQL each call ran
     loop.set_task_factory(factory)  # type: ignore[arg-type]
     try:
         resumed = await http.post(f"/runs/{run_id}/resume?wait=1", json={"answer": True})
     finally:
         loop.set_task_factory(None)
+        store._db.set_trace_callback(None)
         for name in ("load_run", "save_run", "load_journal", "append", "read_events", "last_seq", "renew_lease"):
             delattr(store, name)
     assert resumed.json()["status"] == "completed"
     assert calls == ["load_run", "save_run", "load_journal", "save_run"]
     assert tasks == ["Executor._execute"]
+    # read; claim: BEGIN, UPDATE, journal INSERT, PRAGMA data_version, events INSERT, COMMIT (the
+    # run's last seq remembered from its park, not sought); journal read; end: the claim's but the journal
+    assert len(statements) == 13, statements
 
 
 async def test_a_long_execution_renews_its_lease_every_third_of_it_and_stops_once_it_is_taken() -> None:
@@ -327,3 +334,16 @@ async def test_a_resume_on_sqlite_seeks_no_last_seq_yet_its_events_follow_anothe
     seqs = [event.seq for event in await store.read_events(second.id)]
     assert seqs == list(range(1, len(seqs) + 1))
     await engine.aclose()
+
+
+async def test_an_authorized_request_says_so_on_its_state(http: httpx.AsyncClient) -> None:
+    """The gateway marks the request in ``scope["state"]``: what ``request.state`` reads, made or not."""
+    from starlette.requests import Request
+
+    gateway = http.app.gateway  # type: ignore[attr-defined]
+    scope = {"type": "http", "method": "GET", "headers": [(b"host", b"127.0.0.1")], "server": ("127.0.0.1", 80)}
+    request = Request(scope)
+    assert not gateway.authorized(request)
+    await gateway.authorize(request, "get", {"id": "run_x"})
+    assert gateway.authorized(request) and request.state.agent_unit_authorized is True
+    assert gateway.authorized(Request(scope))  # a second Request over the same scope sees it too
