@@ -86,6 +86,9 @@ class AgentUnit(Starlette):
                 with observed.incoming(scope.get("headers", [])):
                     await self._serve(scope, receive, send)
                 return
+        if entered_host() is not None or self.agent_host is SERVER:  # _serve's first case: a coroutine fewer
+            await super().__call__(scope, receive, send)
+            return
         await self._serve(scope, receive, send)
 
     async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
