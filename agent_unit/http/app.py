@@ -489,7 +489,7 @@ class _Routes:
         return self._stream(record.id, after=int(raw), follow=_flag(request, "follow"))
 
     async def resume(self, request: Request) -> Response | SSEResponse:
-        record = await self._run(request, "resume")
+        record = await self.gateway.run(request, "resume", request.path_params["run_id"])  # _run: a coroutine fewer
         body = await read_json(request, self.gateway.max_body_bytes, required=False)
         unknown = sorted(set(body) - {"answer"})
         if unknown:
