@@ -108,6 +108,11 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+# Values that JSON gives back exactly as they were (the exact types: a subclass of int, such as an
+# IntEnum, is read back as a plain int), so checking the value is checking the text read back.
+_JSON_AS_IS = (bool, int, type(None))
+
+
 def _fits_type_only(schema: dict[str, Any], value: Any) -> bool:
     """True when ``schema`` is only ``{"type": ...}`` (a ``bool``, ``int`` or ``str`` answer's) and
     ``value`` has that type: the one keyword checked without jsonschema, whose walk through its
@@ -150,7 +155,7 @@ def check_answer(record: RunRecord, answer: Any, *, limit: int | None = None) ->
         return text
     if not interrupt.answer_schema:
         return text
-    value = json.loads(text)
+    value = answer if type(answer) in _JSON_AS_IS else json.loads(text)  # a yes/no answer is not parsed back
     if _fits_type_only(interrupt.answer_schema, value):
         return text
     validator = _validator(json.dumps(interrupt.answer_schema, sort_keys=True))

@@ -200,7 +200,7 @@ class RunEngine:
     # -- reading -------------------------------------------------------------------------
 
     async def get(self, run_id: str) -> RunRecord:
-        record = await self.find(run_id)
+        record = await self.store.load_run(run_id) if jsontext.storable_name(run_id) else None  # find(), inlined
         if record is None:
             raise RunNotFound(f"run {jsontext.shown(run_id)} does not exist")
         return record

@@ -24,7 +24,7 @@ from ._clock import to_datetime
 from ._execution import Execution
 from ._parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from ._prices import priced
-from ._records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, record_usage
+from ._records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, assign, record_usage
 from ._retries import journal_view
 from ._settling import settled
 from ._tracebacks import user_frames
@@ -92,12 +92,17 @@ class Executor:
         expected = record.version
         now = self._engine.clock.time()
         parked = record.updated_at  # when it parked (or last changed): the resume latency's start
-        record.status = RunStatus.running
-        record.interrupt = None
-        record.wake_at = None
-        record.lease_owner = self.lease_token()
-        record.lease_expires = record.due_at = now + self._engine.lease_ttl
-        record.updated_at = to_datetime(now)  # type: ignore[assignment]
+        expires = now + self._engine.lease_ttl
+        assign(
+            record,
+            status=RunStatus.running,
+            interrupt=None,
+            wake_at=None,
+            lease_owner=self.lease_token(),
+            lease_expires=expires,
+            due_at=expires,
+            updated_at=to_datetime(now),
+        )
         if recovered:  # a crash interrupted it: the new execution shows so in its events
             record.attempt += 1
             events = (*events, ev.run_started(record.id, record.thread_id, record.attempt))
@@ -374,13 +379,18 @@ class Executor:
 
     def finish(self, record: RunRecord, status: RunStatus) -> None:
         now = self._engine.clock.time()
-        record.status = status
-        record.interrupt = None
-        record.wake_at = None
-        record.lease_owner = record.lease_expires = None
-        record.finished_at = to_datetime(now)
-        record.updated_at = record.finished_at  # type: ignore[assignment]
-        record.due_at = None if self._engine.retention is None else now + self._engine.retention
+        finished = to_datetime(now)
+        assign(
+            record,
+            status=status,
+            interrupt=None,
+            wake_at=None,
+            lease_owner=None,
+            lease_expires=None,
+            finished_at=finished,
+            updated_at=finished,
+            due_at=None if self._engine.retention is None else now + self._engine.retention,
+        )
 
     async def _end(
         self,

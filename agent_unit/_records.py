@@ -27,6 +27,7 @@ __all__ = [
     "RetryMark",
     "StoredEvent",
     "agui_usage",
+    "assign",
     "record_usage",
 ]
 
@@ -182,6 +183,18 @@ class RunRecord(BaseModel):
         """:meth:`public` as JSON (UTF-8), encoded by pydantic in one pass: no dict is built and
         no Python encoder walks it. Raises ``PydanticSerializationError`` for a lone surrogate."""
         return self.__pydantic_serializer__.to_json(self, exclude=_PRIVATE)
+
+
+def assign(record: RunRecord, **fields: Any) -> None:
+    """Set ``fields`` of ``record`` as ``record.name = value`` does for each, in one call.
+
+    A RunRecord validates no assignment, so pydantic's ``__setattr__`` stores the value and marks
+    the field set: two Python calls per field, and a claim and an end set eight fields each
+    (~2% of a resume over HTTP, measured). Only for fields of the model (a test pins that the
+    record comes out the same).
+    """
+    record.__dict__.update(fields)
+    record.__pydantic_fields_set__.update(fields)
 
 
 _PRIVATE: Any = {

@@ -40,17 +40,22 @@ def _is_json(media: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def refuse_non_json(request: Request) -> None:
-    """415 unless the request declares no content type or a JSON one (routes that read no body)."""
+def refuse_non_json(request: Request) -> str:
+    """415 unless the request declares no content type or a JSON one (routes that read no body);
+    the media type declared (``""``: none)."""
     media = _media_type(request)
     if media and not _is_json(media):
         raise UnsupportedMediaType(f"content-type {media!r}: send application/json, or no body at all")
+    return media
 
 
 def require_json(request: Request) -> None:
     """415 unless the request declares a JSON content type (a page can also send a body with none)."""
-    refuse_non_json(request)
-    if not _media_type(request):
+    _require_media(refuse_non_json(request))
+
+
+def _require_media(media: str) -> None:
+    if not media:
         raise UnsupportedMediaType("content-type 'missing': send application/json")
 
 
@@ -113,13 +118,13 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 async def read_json(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:
     """The body as a JSON object; ``{}`` for an empty body when not ``required``."""
-    refuse_non_json(request)  # before a byte is read: a cross-site form never reaches the route
+    media = refuse_non_json(request)  # before a byte is read: a cross-site form never reaches the route
     body = await read_body(request, limit)
     if not body.strip():
         if required:
             raise BadRequest("the body is empty: send a JSON object")
         return {}
-    require_json(request)
+    _require_media(media)  # the content type read once: the headers are the same as above
     value = parse_json(body)
     if not isinstance(value, dict):
         raise BadRequest(f"the body must be a JSON object, not {type(value).__name__}")

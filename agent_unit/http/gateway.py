@@ -106,7 +106,8 @@ class Gateway:
         self.refuse_foreign_hosts(request)
         self.refuse_foreign_pages(request)
         await authorize(self.authorize_hook, request, action, run)
-        request.state.agent_unit_authorized = True
+        # request.state keeps its attributes in scope["state"]: written there, no State object is made
+        request.scope.setdefault("state", {})["agent_unit_authorized"] = True
 
     def refuse_foreign_hosts(self, request: Request) -> None:
         """421 for a request whose ``Host`` is not one of the deployment's names (DNS rebinding):
@@ -126,7 +127,7 @@ class Gateway:
 
     def authorized(self, request: Request) -> bool:
         """Whether :meth:`authorize` has let this request through already."""
-        return bool(getattr(request.state, "agent_unit_authorized", False))
+        return bool(request.scope.get("state", {}).get("agent_unit_authorized", False))
 
     # -- runs --------------------------------------------------------------------------------
 

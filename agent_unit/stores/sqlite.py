@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
+from .._records import FINISHED, JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ..errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError, StoreUnavailable
 from . import DEFAULT_STORE_PATH
 from ._checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, THREADS, WalCheckpointer
@@ -101,6 +101,8 @@ _EVENTS_ROW = "INSERT INTO events (run_id, seq, n, data) VALUES (?, ?, ?, ?)"
 _FENCE = "SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
 _ENTRY = "INSERT INTO journal (run_id, key, value, error, meta) VALUES (?, ?, ?, ?, ?)"
 _LAST_SEQ = "SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?"
+_LOAD_RUN = f"SELECT {_COLUMNS} FROM runs WHERE id = ?"
+_LOAD_JOURNAL = "SELECT key, value, error, meta FROM journal WHERE run_id = ?"
 _MAX_TIPS = 10_000  # runs whose last seq a store remembers; past this it forgets them all (each is only a shortcut)
 _FENCED_ENTRY = (
     "INSERT INTO journal (run_id, key, value, error, meta) SELECT ?, ?, ?, ?, ? "
@@ -288,7 +290,10 @@ class SQLiteStore:
         return self._tips.pop(run_id, None)
 
     def _remember(self, run_id: str, last: int, live: bool = True) -> None:
-        """After a commit: keep the run's last seq for its next append (a live run's only)."""
+        """After a commit: keep the run's last seq for its next write, unless the run has finished.
+
+        A parked run's (interrupted, sleeping) too: its next write is the claim of its resume or
+        wake, which then seeks nothing in the events index (one statement of a resume's twelve)."""
         if not live:
             self._tips.pop(run_id, None)
             return
@@ -314,8 +319,14 @@ class SQLiteStore:
         self._remember(record.id, last, record.status == RunStatus.running)
         return last
 
+    # The three calls of every resume (and most requests) spell _call out, as append does: a
+    # coroutine fewer each (measured with the resume path: see BENCHMARKS.md).
+
     async def load_run(self, run_id: str) -> RunRecord | None:
-        row = await self._call(self._fetchone, f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        try:
+            row = self._fetchone(_LOAD_RUN, (run_id,))
+        except _TROUBLE as exc:
+            row = await self._retry(exc, self._fetchone, (_LOAD_RUN, (run_id,)))
         return None if row is None else run_from_row(row)
 
     def _fetchone(self, sql: str, params: tuple[Any, ...]) -> Any:
@@ -332,7 +343,10 @@ class SQLiteStore:
         journal: Sequence[JournalEntry] = (),
         events: Sequence[str] = (),
     ) -> int:
-        return await self._call(self._save_run, record, expected_version, journal, events)
+        try:
+            return self._save_run(record, expected_version, journal, events)
+        except _TROUBLE as exc:
+            return await self._retry(exc, self._save_run, (record, expected_version, journal, events))
 
     def _save_run(
         self, record: RunRecord, expected_version: int, journal: Sequence[JournalEntry], events: Sequence[str]
@@ -355,7 +369,7 @@ class SQLiteStore:
                 db.execute("ROLLBACK")
             raise
         self._committed()
-        self._remember(record.id, last, record.status == RunStatus.running)
+        self._remember(record.id, last, record.status not in FINISHED)
         return last
 
     async def append(
@@ -446,9 +460,10 @@ class SQLiteStore:
         return None if found is None else found[0]
 
     async def load_journal(self, run_id: str) -> dict[str, JournalEntry]:
-        rows = await self._call(
-            self._fetchall, "SELECT key, value, error, meta FROM journal WHERE run_id = ?", (run_id,)
-        )
+        try:
+            rows = self._fetchall(_LOAD_JOURNAL, (run_id,))
+        except _TROUBLE as exc:
+            rows = await self._retry(exc, self._fetchall, (_LOAD_JOURNAL, (run_id,)))
         return {row[0]: journal_from_row(*row) for row in rows}
 
     async def read_events(self, run_id: str, *, after: int = 0, limit: int | None = None) -> list[StoredEvent]:

@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, QueryParams
 
 from agent_unit import Run, RunEngine, RunStatus, create_agent_unit, define_agent, telemetry
 from agent_unit._answers import check_answer
 from agent_unit._records import Interrupt, RunRecord
 from agent_unit.errors import InvalidAnswer
-from agent_unit.http.headers import header
+from agent_unit.http.headers import header, query
 from agent_unit.stores.memory import MemoryStore
 
 
@@ -113,7 +113,8 @@ async def test_telemetry_reads_the_environment_once_and_again_after_reset(monkey
 
 async def test_a_resume_over_http_makes_four_store_calls_and_starts_one_task(http: httpx.AsyncClient) -> None:
     """Read (authorize), claim, journal, end: and one task, the execution; its lease renewal is a
-    timer until a third of the lease has passed, and this execution ends long before."""
+    timer until a third of the lease has passed, and this execution ends long before. On SQLite
+    those calls run 13 statements."""
     run_id = await parked(http)
     store = http.app.engine.store  # type: ignore[attr-defined]
     calls: list[str] = []
@@ -133,16 +134,22 @@ async def test_a_resume_over_http_makes_four_store_calls_and_starts_one_task(htt
             tasks.append(coro.__qualname__)
         return asyncio.Task(coro, loop=loop, **kwargs)
 
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)  # the SQL each call ran
     loop.set_task_factory(factory)  # type: ignore[arg-type]
     try:
         resumed = await http.post(f"/runs/{run_id}/resume?wait=1", json={"answer": True})
     finally:
         loop.set_task_factory(None)
+        store._db.set_trace_callback(None)
         for name in ("load_run", "save_run", "load_journal", "append", "read_events", "last_seq", "renew_lease"):
             delattr(store, name)
     assert resumed.json()["status"] == "completed"
     assert calls == ["load_run", "save_run", "load_journal", "save_run"]
     assert tasks == ["Executor._execute"]
+    # read; claim: BEGIN, UPDATE, journal INSERT, PRAGMA data_version, events INSERT, COMMIT (the
+    # run's last seq remembered from its park, not sought); journal read; end: the claim's but the journal
+    assert len(statements) == 13, statements
 
 
 async def test_a_long_execution_renews_its_lease_every_third_of_it_and_stops_once_it_is_taken() -> None:
@@ -228,6 +235,15 @@ def test_a_header_read_from_the_scope_is_what_starlette_reads(name: bytes) -> No
     assert header(scope, name) == Headers(scope=scope).get(name.decode())
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"wait=1", b"wait", b"wait=", b"a=1&wait=0&wait=true", b"&&wait=yes&", b"=&wait=on", b"waits=1&wai=1",
+     b"wait=%31", b"w%61it=1", b"wait=a+b", b"wait=caf\xe9", b"x=1;wait=1", b"wait=1=2"],
+)  # fmt: skip
+def test_a_query_parameter_read_from_the_scope_is_what_starlette_reads(raw: bytes) -> None:
+    assert query({"type": "http", "query_string": raw}, "wait") == QueryParams(raw).get("wait")
+
+
 @pytest.mark.parametrize("text", ["refund for café", "a lone \ud800 surrogate"])
 def test_a_run_is_answered_with_the_bytes_its_public_view_gives(text: str) -> None:
     from datetime import UTC, datetime
@@ -260,3 +276,74 @@ async def test_a_waiter_that_is_cancelled_leaves_the_execution_running() -> None
     done = await engine.wait(record.id)
     assert done.status == RunStatus.completed and done.output == "done"
     await engine.aclose()
+
+
+def test_assigning_fields_at_once_leaves_the_record_as_setting_each_does() -> None:
+    from datetime import UTC, datetime
+
+    from agent_unit._records import assign
+
+    now = datetime.now(UTC)
+    made: dict[str, Any] = {"id": "run_1", "agent": "a", "thread_id": "t", "status": RunStatus.interrupted}
+    one, other = RunRecord(**made, created_at=now, updated_at=now), RunRecord(**made, created_at=now, updated_at=now)
+    fields = {"status": RunStatus.running, "interrupt": None, "lease_owner": "me/1", "lease_expires": 2.0}
+    for name, value in fields.items():
+        setattr(one, name, value)
+    assign(other, **fields)
+    assert other.model_dump() == one.model_dump() and other.model_fields_set == one.model_fields_set
+    assert not RunRecord.model_config.get("validate_assignment")  # else setattr validates, and assign must too
+
+
+def test_no_two_routes_of_the_app_match_one_path() -> None:
+    """The app tries its busiest routes first: the same answers only while each path has one route."""
+    import re
+
+    from starlette.routing import compile_path
+
+    from agent_unit.http.routes import served_routes
+
+    served = served_routes(mcp=True, ui=True)
+    for spec in served:
+        path = re.sub(r"{[a-z_]+}", "x", spec.path)
+        matching = {other.path for other in served if compile_path(other.path)[0].match(path)}
+        assert matching == {spec.path}, (spec.path, matching)
+
+
+async def test_a_resume_on_sqlite_seeks_no_last_seq_yet_its_events_follow_another_connections(tmp_path: Any) -> None:
+    """The claim of a run parked by this store knows its last seq; after another connection wrote
+    (another process: a message, a cancel), it seeks it again, and seqs never repeat."""
+    from agent_unit import _events as ev
+    from agent_unit.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = RunEngine({"approve": approve}, store, background_sweep=False)
+    statements: list[str] = []
+    first = await engine.start("approve", None, wait=True)
+    second = await engine.start("approve", None, wait=True)
+    store._db.set_trace_callback(statements.append)
+    assert (await engine.resume(first.id, True, wait=True)).status == RunStatus.completed
+    assert statements and not [sql for sql in statements if "max(seq)" in sql]
+
+    other = SQLiteStore(tmp_path / "runs.db")  # another connection writes an event to the parked run
+    parked = await other.load_run(second.id)
+    assert parked is not None
+    await other.save_run(parked, expected_version=parked.version, events=[ev.dumps(ev.custom("x", 1))])
+    statements.clear()
+    assert (await engine.resume(second.id, True, wait=True)).status == RunStatus.completed
+    assert [sql for sql in statements if "max(seq)" in sql]
+    seqs = [event.seq for event in await store.read_events(second.id)]
+    assert seqs == list(range(1, len(seqs) + 1))
+    await engine.aclose()
+
+
+async def test_an_authorized_request_says_so_on_its_state(http: httpx.AsyncClient) -> None:
+    """The gateway marks the request in ``scope["state"]``: what ``request.state`` reads, made or not."""
+    from starlette.requests import Request
+
+    gateway = http.app.gateway  # type: ignore[attr-defined]
+    scope = {"type": "http", "method": "GET", "headers": [(b"host", b"127.0.0.1")], "server": ("127.0.0.1", 80)}
+    request = Request(scope)
+    assert not gateway.authorized(request)
+    await gateway.authorize(request, "get", {"id": "run_x"})
+    assert gateway.authorized(request) and request.state.agent_unit_authorized is True
+    assert gateway.authorized(Request(scope))  # a second Request over the same scope sees it too
