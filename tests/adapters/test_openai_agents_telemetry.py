@@ -33,6 +33,8 @@ BRIDGE_MODULES = ("openinference", "agent_unit._otel", "agent_unit.adapters.open
 def spans() -> Iterator[Spans]:
     from agents import set_trace_processors, set_tracing_disabled
 
+    from ..support import openai_agents_fixtures  # noqa: F401 - importing it turns the SDK's tracing off: first, so the switch below stands
+
     set_tracing_disabled(False)  # the fixtures turn the SDK's tracing off: nothing is sent to OpenAI
     set_trace_processors([])  # without the SDK's exporter to OpenAI's dashboard
     yield Spans()
