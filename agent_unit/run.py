@@ -76,7 +76,10 @@ Scope = str  # "thread" | "agent" | "app"
 active_run: ContextVar[Run | None] = ContextVar("agent_unit_run", default=None)
 """The run executing in this context. Whatever executes an agent sets it around the call (the
 engine does; so would an engine of one's own), and :func:`use_run` and :func:`current_run` read it."""
-_current_step: ContextVar[StepContext | None] = ContextVar("agent_unit_step", default=None)
+_current_step: ContextVar[StepContext | tuple[str, str, str, int] | None] = ContextVar("agent_unit_step", default=None)
+"""The step running now: its :class:`StepContext`, or until one is asked for, the tuple of its
+fields ``(name, key, run_id, attempt)``. Most step functions never ask for it, and the frozen
+dataclass costs a microsecond to make (four ``object.__setattr__``), a tenth of a no-op step's engine time."""
 
 
 def use_run() -> Run:
@@ -99,7 +102,11 @@ def current_step() -> StepContext | None:
     An adapter uses it to name what a journaled call streams (a model call's text message ids
     derive from ``current_step().key``, so they are the same when the call runs again).
     """
-    return _current_step.get()
+    found = _current_step.get()
+    if isinstance(found, tuple):
+        found = StepContext(*found)
+        _current_step.set(found)  # made once per step: every caller gets the same object
+    return found
 
 
 # -- steps --------------------------------------------------------------------------------
@@ -526,9 +533,14 @@ class Run:
             execution.schedule_flush(within=STEP_STARTED_WAIT)
         else:
             execution.schedule_flush(soon=True)
-        context = StepContext(name, key, self.id, self.attempt)
-        if args is None:
-            args = (context,) if wants_context(fn) else ()
+        context: StepContext | tuple[str, str, str, int]
+        if args is None and wants_context(fn):
+            context = StepContext(name, key, self.id, self.attempt)
+            args = (context,)
+        else:
+            context = (name, key, self.id, self.attempt)  # a StepContext only if one is asked for
+            if args is None:
+                args = ()
         meta: dict[str, Any] | None = None if request_hash is None else {"hash": request_hash}
         # This work's span, when OpenTelemetry is on (a replay, above, makes none: nothing ran).
         observed = None if execution.telemetry is None else execution.telemetry.work(key, name)
@@ -618,7 +630,10 @@ class Run:
         ``None`` between them. Work that ran under a key is journaled, so code that must only run
         inside journaled work (a side effect) checks it, as ``assert_adapter`` does."""
         context = _current_step.get()
-        if context is not None and context.run_id == self.id:
+        if isinstance(context, tuple):
+            if context[2] == self.id:
+                return context[1]
+        elif context is not None and context.run_id == self.id:
             return context.key
         return self._work_key() if self._work_key is not None else None
 
