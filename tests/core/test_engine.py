@@ -384,6 +384,29 @@ async def test_text_deltas_within_the_window_are_merged() -> None:
     assert len(unbatched.drain()) == 6
 
 
+@pytest.mark.parametrize("name", ["s", "é", 'a"b\n\\', "lone \ud800 half", "pair \U0001f600", ""])
+def test_a_step_event_is_the_text_the_encoder_writes(name: str) -> None:
+    """STEP_STARTED and STEP_FINISHED are written from text kept per step name, not by the
+    encoder: the text must be the encoder's, made storable, for any name (the second use of a
+    name is the kept text); other shapes (another key order, a fourth key) go to the encoder."""
+    import json
+
+    from agent_unit._events import dumps
+    from agent_unit._jsontext import scrub
+
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    for kind in ("STEP_STARTED", "STEP_FINISHED"):
+        for event in (
+            {"type": kind, "stepName": name, "timestamp": 1764688000123},
+            {"type": kind, "stepName": name, "timestamp": 7},
+            {"stepName": name, "type": kind, "timestamp": 7},
+            {"type": kind, "stepName": name, "timestamp": 7, "metadata": {"x": 1}},
+            {"type": kind, "stepName": name, "timestamp": True},
+        ):
+            assert dumps(event) == scrub(encoder.encode(event))
+            assert dumps(event) == scrub(encoder.encode(event))
+
+
 @define_agent
 async def shapes(input: str, run: Run) -> Any:
     value = await run.step("value", lambda: {"tuple": (1, 2.5), 3: "int key", "text": "é\n"})
