@@ -59,8 +59,8 @@ def dumps(value: Any) -> str:
     a UTF-8 decoder would: a lone surrogate becomes U+FFFD, and NaN or Infinity ``null``.
 
     A step's STEP_STARTED and STEP_FINISHED (two per step) are written as the text made once
-    per step name up to the timestamp, then the timestamp: the same text the encoder writes, in
-    a seventh of its time (measured: 0.6 µs against 4.4 µs each).
+    per step name up to the timestamp, then the timestamp: the same text the encoder writes, for
+    a third of its work (measured: 6.3k instructions a call against the encoder's 18k).
     """
     if type(value) is dict and len(value) == 3:
         kind = value.get("type")
