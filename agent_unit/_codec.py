@@ -112,7 +112,11 @@ def encode(value: Any, annotation: Any, what: str, limit: int) -> tuple[str, Any
     is read here exactly as a replay will read it, so what is journaled always replays.
     """
     kind = type(value)
-    if kind in _SCALAR_TEXT and (annotation is UNTYPED or annotation is kind):
+    if kind is int and -_SHORT_INT < value < _SHORT_INT and (annotation is UNTYPED or annotation is int):
+        text = repr(value)  # _int_text inlined: a no-op step's 1, the commonest result
+        if len(text) <= limit:
+            return text, value
+    elif kind in _SCALAR_TEXT and (annotation is UNTYPED or annotation is kind):
         text = _SCALAR_TEXT[kind](value)
         if text is not None and len(text) <= limit:
             return text, value  # a no-op step's 1, a flag: its JSON is its repr, and it reads back as itself
