@@ -40,6 +40,7 @@ _STEP_KEYS = ("type", "stepName", "timestamp")
 # kind -> step name -> the event's JSON text up to its timestamp, made storable: a run's steps repeat a few names
 _step_prefixes: dict[str, dict[str, str]] = {"STEP_STARTED": {}, "STEP_FINISHED": {}}
 _MAX_NAMES = 4096
+_stamp_text: tuple[int, str] = (0, "0")  # the last timestamp written, and its text
 
 
 def _step_prefix(kind: str, name: str) -> str:
@@ -67,8 +68,12 @@ def dumps(value: Any) -> str:
         if type(kind) is str and kind in _step_prefixes and tuple(value) == _STEP_KEYS:
             name, stamp = value["stepName"], value["timestamp"]
             if type(name) is str and type(stamp) is int:
+                global _stamp_text
                 prefix = _step_prefixes[kind].get(name) or _step_prefix(kind, name)
-                return f"{prefix}{stamp}}}"
+                last, text = _stamp_text
+                if last != stamp:  # a step's two events, and the next steps', mostly fall in one millisecond
+                    _stamp_text = stamp, text = stamp, str(stamp)
+                return f"{prefix}{text}}}"
     try:
         text = _encoder.encode(value)
     except ValueError:  # NaN or Infinity, which JSON has not
