@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._codec import UNTYPED
@@ -18,7 +18,10 @@ from ._threads import run_in_thread
 if TYPE_CHECKING:
     from ._execution import Execution
 
-__all__ = ["call", "is_async", "return_annotation", "start", "wants_context"]
+__all__ = ["CO_COROUTINE", "call", "is_async", "return_annotation", "wants_context"]
+
+CO_COROUTINE = inspect.CO_COROUTINE
+"""The code flag of an ``async def``: a step's function is one when ``fn.__code__.co_flags`` has it."""
 
 _arity: dict[Any, bool] = {}
 _returns: dict[Any, Any] = {}
@@ -130,19 +133,3 @@ async def call(
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-def start(
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    *,
-    threads: bool,
-    abandoned: str = "",
-    execution: Execution | None = None,
-) -> Awaitable[Any]:
-    """What :func:`call` awaits, without its coroutine around an ``async def``'s own (the common step):
-    awaiting ``start(...)`` is ``await call(...)`` with one coroutine fewer per step."""
-    if type(fn) is types.FunctionType and fn.__code__.co_flags & inspect.CO_COROUTINE:
-        awaitable: Awaitable[Any] = fn(*args)
-        return awaitable
-    return call(fn, args, threads=threads, abandoned=abandoned, execution=execution)

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import ValidationError
@@ -29,7 +30,7 @@ from pydantic.alias_generators import to_snake
 from . import _jsontext as jsontext
 from . import env
 from ._answers import type_ref
-from ._callables import return_annotation, start, wants_context
+from ._callables import CO_COROUTINE, call, return_annotation, wants_context
 from ._clock import floor_datetime, to_datetime, to_epoch
 from ._codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
 from ._deadlines import expired_at
@@ -552,7 +553,10 @@ class Run:
             try:
                 while True:
                     try:
-                        result = await start(fn, args, threads=STEP_THREADS, abandoned=name, execution=execution)
+                        if type(fn) is FunctionType and fn.__code__.co_flags & CO_COROUTINE:
+                            result = await fn(*args)  # an async def's own coroutine: start() inlined
+                        else:
+                            result = await call(fn, args, threads=STEP_THREADS, abandoned=name, execution=execution)
                         break
                     except Exception as exc:
                         if retry is None or not retry.retries(exc, attempt):
