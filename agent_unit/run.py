@@ -583,7 +583,7 @@ class Run:
             if result_event is not None:
                 events = (*events, result_event(text))
             try:
-                await execution.commit(JournalEntry(key, text, meta=meta), *events)
+                await execution.commit(JournalEntry(key, text, None, meta), *events)
             except AgentUnitError as exc:
                 if isinstance(exc, RunConflict):
                     raise

@@ -243,7 +243,6 @@ class SQLiteStore:
         run_id: str,
         journal: Sequence[JournalEntry],
         events: Sequence[str],
-        *,
         last: int | None = None,
     ) -> int:
         """Write journal entries and events inside the caller's transaction; return the last seq.
@@ -420,7 +419,7 @@ class SQLiteStore:
                 held = not fenced or db.execute(_FENCE, (run_id, owner)).fetchone() is not None
             if not held:
                 raise LeaseLost(f"run {run_id} is no longer held by this executor")
-            last = self._insert(run_id, journal[1:], events, last=last)
+            last = self._insert(run_id, journal[1:], events, last)
             db.execute("COMMIT")
             tips = self._tips
             if len(tips) >= _MAX_TIPS:
