@@ -245,7 +245,7 @@ class Execution:
             lock.release()
         self._notify(self.record.id)
 
-    def schedule_flush(self, *, soon: bool = False, within: float | None = None) -> None:
+    def schedule_flush(self, soon: bool = False, within: float | None = None) -> None:
         """Write pending events if no journal write takes them first.
 
         Text and tool-argument deltas wait up to ``delta_batch_ms`` so they merge; other

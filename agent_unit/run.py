@@ -545,7 +545,7 @@ class Run:
         for event in started:
             execution.events.add(event)
         if started:
-            execution.schedule_flush(within=STEP_STARTED_WAIT)
+            execution.schedule_flush(False, STEP_STARTED_WAIT)  # by position: once per step
         else:
             execution.schedule_flush(soon=True)
         context: StepContext | tuple[str, str, str, int]
