@@ -210,7 +210,7 @@ class Execution:
         if self._budget is not None and self._new_steps and time.monotonic() - self._started >= self._budget:
             raise Yielded()
 
-    async def commit(self, entry: JournalEntry, *events: dict[str, Any]) -> None:
+    async def commit(self, entry: JournalEntry, *events: dict[str, Any] | str) -> None:
         """Journal one finished piece of work with the events waiting for it: one transaction.
 
         Work a retry runs again is stored under its key for that retry (see :mod:`agent_unit._retries`).
