@@ -74,7 +74,7 @@ def agent_unit_loop(path: Path, engine_only: bool) -> tuple[Callable[[int], None
 
 
 def raw_loop(path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
-    from raw_sqlite import open_db, run_steps
+    from raw_sqlite import open_db, run_steps  # type: ignore[import-not-found]  # bench/peers, put on the path above
 
     fresh(path)
     conn = open_db(str(path), "normal")
