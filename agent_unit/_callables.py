@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._codec import UNTYPED
@@ -18,14 +18,36 @@ from ._threads import run_in_thread
 if TYPE_CHECKING:
     from ._execution import Execution
 
-__all__ = ["call", "is_async", "return_annotation", "start", "wants_context"]
+__all__ = ["CO_COROUTINE", "call", "is_async", "return_annotation", "wants_context"]
+
+CO_COROUTINE = inspect.CO_COROUTINE
+"""The code flag of an ``async def``: a step's function is one when ``fn.__code__.co_flags`` has it."""
 
 _arity: dict[Any, bool] = {}
 _returns: dict[Any, Any] = {}
 
 
+# The last function each of return_annotation and wants_context was asked about, with its answer:
+# a loop's steps repeat one function, and an identity check is cheaper than the code-keyed lookup
+# (a code object's hash is computed on every lookup, over its constants: measured 1.5k of the
+# 158k instructions of a no-op step for the two). One reference each is held; a pair is replaced
+# whole, so a thread never reads one function's answer for another.
+_last_returns: tuple[Any, Any] = (None, UNTYPED)
+_last_arity: tuple[Any, bool] = (None, False)
+
+
 def return_annotation(fn: Callable[..., Any]) -> Any:
     """``fn``'s return annotation; a string one is evaluated once per code object (an eval is slow)."""
+    global _last_returns
+    last, hint = _last_returns
+    if last is fn:
+        return hint
+    hint = _return_annotation(fn)
+    _last_returns = (fn, hint)
+    return hint
+
+
+def _return_annotation(fn: Callable[..., Any]) -> Any:
     annotations = getattr(fn, "__annotations__", None)
     if not annotations or "return" not in annotations:
         return UNTYPED
@@ -46,6 +68,16 @@ def return_annotation(fn: Callable[..., Any]) -> Any:
 
 def wants_context(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` takes the StepContext (cached per code object: lambdas are made per call)."""
+    global _last_arity
+    last, wants = _last_arity
+    if last is fn:
+        return wants
+    wants = _wants_context(fn)
+    _last_arity = (fn, wants)
+    return wants
+
+
+def _wants_context(fn: Callable[..., Any]) -> bool:
     code = getattr(fn, "__code__", None)
     if code is not None and code in _arity:
         return _arity[code]
@@ -101,19 +133,3 @@ async def call(
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-def start(
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    *,
-    threads: bool,
-    abandoned: str = "",
-    execution: Execution | None = None,
-) -> Awaitable[Any]:
-    """What :func:`call` awaits, without its coroutine around an ``async def``'s own (the common step):
-    awaiting ``start(...)`` is ``await call(...)`` with one coroutine fewer per step."""
-    if type(fn) is types.FunctionType and fn.__code__.co_flags & inspect.CO_COROUTINE:
-        awaitable: Awaitable[Any] = fn(*args)
-        return awaitable
-    return call(fn, args, threads=threads, abandoned=abandoned, execution=execution)

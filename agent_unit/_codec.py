@@ -112,10 +112,14 @@ def encode(value: Any, annotation: Any, what: str, limit: int) -> tuple[str, Any
     is read here exactly as a replay will read it, so what is journaled always replays.
     """
     kind = type(value)
-    if kind in _SCALAR_TEXT and (annotation is UNTYPED or annotation is kind):
-        text = _SCALAR_TEXT[kind](value)
-        if text is not None and len(text) <= limit:
-            return text, value  # a no-op step's 1, a flag: its JSON is its repr, and it reads back as itself
+    if kind is int and -_SHORT_INT < value < _SHORT_INT and (annotation is UNTYPED or annotation is int):
+        short = repr(value)  # _int_text inlined: a no-op step's 1, the commonest result
+        if len(short) <= limit:
+            return short, value
+    elif kind in _SCALAR_TEXT and (annotation is UNTYPED or annotation is kind):
+        scalar = _SCALAR_TEXT[kind](value)
+        if scalar is not None and len(scalar) <= limit:
+            return scalar, value  # a no-op step's 1, a flag: its JSON is its repr, and it reads back as itself
     try:
         text, size = jsontext.encode(value, None if annotation is UNTYPED else _adapter(annotation))
     except ValueError as exc:

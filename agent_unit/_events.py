@@ -18,7 +18,7 @@ from typing import Any
 
 from ._jsontext import scrub
 
-__all__ = ["MODEL_FINISHED", "MODEL_STARTED", "EventBuffer", "dumps"]
+__all__ = ["MODEL_FINISHED", "MODEL_STARTED", "EventBuffer", "dumps", "step_text"]
 
 MODEL_STARTED = "agent-unit.model-started"
 MODEL_FINISHED = "agent-unit.model-finished"
@@ -36,11 +36,31 @@ _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 _loose = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
-_STEP_EVENTS = frozenset({"STEP_STARTED", "STEP_FINISHED"})
 _STEP_KEYS = ("type", "stepName", "timestamp")
-_STEP_EVENT = '{"type":"%s","stepName":%s,"timestamp":%d}'
-_names: dict[str, str] = {}  # step names as JSON strings: a run's steps repeat a few names
+# kind -> step name -> the event's JSON text up to its timestamp, made storable: a run's steps repeat a few names
+_step_prefixes: dict[str, dict[str, str]] = {"STEP_STARTED": {}, "STEP_FINISHED": {}}
 _MAX_NAMES = 4096
+_stamp_text: tuple[int, str] = (0, "0")  # the last timestamp written, and its text
+
+
+def _step_prefix(kind: str, name: str) -> str:
+    prefixes = _step_prefixes[kind]
+    if len(prefixes) >= _MAX_NAMES:
+        prefixes.clear()
+    text = f'{{"type":"{kind}","stepName":{_encoder.encode(name)},"timestamp":'
+    prefixes[name] = text = text if text.isascii() else scrub(text)
+    return text
+
+
+def step_text(kind: str, name: str, stamp: int) -> str:
+    """A STEP_STARTED or STEP_FINISHED event (``kind``) of step ``name`` at ``stamp`` (ms), as
+    :func:`dumps` writes it: ``run.step`` adds its own as this text, no dict made and encoded."""
+    global _stamp_text
+    prefix = _step_prefixes[kind].get(name) or _step_prefix(kind, name)
+    last, text = _stamp_text
+    if last != stamp:  # a step's two events, and the next steps', mostly fall in one millisecond
+        _stamp_text = stamp, text = stamp, str(stamp)
+    return f"{prefix}{text}}}"
 
 
 def dumps(value: Any) -> str:
@@ -50,19 +70,18 @@ def dumps(value: Any) -> str:
     they become events; what else arrives (a framework's streamed text) is made storable here, as
     a UTF-8 decoder would: a lone surrogate becomes U+FFFD, and NaN or Infinity ``null``.
 
-    A step's STEP_STARTED and STEP_FINISHED (two per step) are written from a template, the same
-    text a third of the time the encoder takes (measured: 1.3 µs against 4.4 µs each).
+    A step's STEP_STARTED and STEP_FINISHED (two per step) are written as the text made once
+    per step name up to the timestamp, then the timestamp: the same text the encoder writes, for
+    a third of its work (measured: 6.3k instructions a call against the encoder's 18k).
     """
-    if type(value) is dict and len(value) == 3 and tuple(value) == _STEP_KEYS:
-        kind, name, stamp = value["type"], value["stepName"], value["timestamp"]
-        if type(kind) is str and kind in _STEP_EVENTS and type(name) is str and type(stamp) is int:
-            quoted = _names.get(name)
-            if quoted is None:
-                if len(_names) >= _MAX_NAMES:
-                    _names.clear()
-                quoted = _names[name] = _encoder.encode(name)
-            text = _STEP_EVENT % (kind, quoted, stamp)
-            return text if text.isascii() else scrub(text)
+    if type(value) is str:
+        return value  # written already (step_text)
+    if type(value) is dict and len(value) == 3:
+        kind = value.get("type")
+        if type(kind) is str and kind in _step_prefixes and tuple(value) == _STEP_KEYS:
+            name, stamp = value["stepName"], value["timestamp"]
+            if type(name) is str and type(stamp) is int:
+                return step_text(kind, name, stamp)
     try:
         text = _encoder.encode(value)
     except ValueError:  # NaN or Infinity, which JSON has not
@@ -164,7 +183,7 @@ class EventBuffer:
 
     def __init__(self, batch_ms: int) -> None:
         self._batch_ms = batch_ms
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[dict[str, Any] | str] = []  # events, or their JSON text (step_text)
         self._merge_until = 0
 
     def __bool__(self) -> bool:
@@ -176,18 +195,23 @@ class EventBuffer:
         id_field = _MERGEABLE.get(event["type"])
         if id_field and self._batch_ms > 0 and self._pending and stamp <= self._merge_until:
             last = self._pending[-1]
-            if last["type"] == event["type"] and last.get(id_field) == event.get(id_field):
+            if type(last) is dict and last["type"] == event["type"] and last.get(id_field) == event.get(id_field):
                 last["delta"] += event["delta"]
                 return
         if id_field:
             self._merge_until = stamp + self._batch_ms
         self._pending.append(event)
 
-    def drain(self, *extra: dict[str, Any]) -> list[str]:
+    def add_text(self, text: str) -> None:
+        """An event already written as JSON text (:func:`step_text`): never merged."""
+        self._pending.append(text)
+
+    def drain(self, *extra: dict[str, Any] | str) -> list[str]:
         """The pending events (then ``extra``) as JSON, emptying the buffer."""
         stamp = _time_ns() // 1_000_000
         for event in extra:
-            event.setdefault("timestamp", stamp)
+            if type(event) is dict:
+                event.setdefault("timestamp", stamp)
         events = list(map(dumps, (*self._pending, *extra)))  # no comprehension's frame, once per step
         self._pending.clear()
         return events

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime
 from typing import Any
 
@@ -382,6 +383,54 @@ async def test_text_deltas_within_the_window_are_merged() -> None:
     merged = [json.loads(event) for event in batched.drain()]
     assert [e.get("delta") for e in merged] == ["Hello world", "x", '{"a":1}']
     assert len(unbatched.drain()) == 6
+
+
+@pytest.mark.parametrize("name", ["s", "é", 'a"b\n\\', "lone \ud800 half", "pair \U0001f600", ""])
+def test_a_step_event_is_the_text_the_encoder_writes(name: str) -> None:
+    """STEP_STARTED and STEP_FINISHED are written from text kept per step name, not by the
+    encoder: the text must be the encoder's, made storable, for any name (the second use of a
+    name is the kept text); other shapes (another key order, a fourth key) go to the encoder."""
+    import json
+
+    from agent_unit._events import dumps
+    from agent_unit._jsontext import scrub
+
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    for kind in ("STEP_STARTED", "STEP_FINISHED"):
+        for event in (
+            {"type": kind, "stepName": name, "timestamp": 1764688000123},
+            {"type": kind, "stepName": name, "timestamp": 7},
+            {"stepName": name, "type": kind, "timestamp": 7},
+            {"type": kind, "stepName": name, "timestamp": 7, "metadata": {"x": 1}},
+            {"type": kind, "stepName": name, "timestamp": True},
+        ):
+            assert dumps(event) == scrub(encoder.encode(event))
+            assert dumps(event) == scrub(encoder.encode(event))
+
+
+async def test_a_steps_events_are_the_text_their_dicts_would_be() -> None:
+    """run.step adds its STEP_STARTED and STEP_FINISHED as JSON text, not dicts: each stored event
+    must be exactly the text the dict (its keys in order, its millisecond timestamp) encodes to;
+    a failed step's STEP_FINISHED still carries its error."""
+    from agent_unit._events import dumps
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        await run.step('é "quoted" \U0001f600', lambda: 1)
+        with pytest.raises(ZeroDivisionError):
+            await run.step("fails", lambda: 1 / 0)
+
+    unit = create_test_unit({"a": agent})
+    record = await unit.run("a")
+    stored = [event for event in await unit.engine.events(record.id) if '"type":"STEP_' in event.data]
+    assert [json.loads(event.data)["type"] for event in stored] == ["STEP_STARTED", "STEP_FINISHED"] * 2
+    for event in stored[:3]:
+        data = json.loads(event.data)
+        assert list(data) == ["type", "stepName", "timestamp"] and type(data["timestamp"]) is int
+        assert event.data == dumps(data)
+    assert [json.loads(event.data)["stepName"] for event in stored] == ['é "quoted" \U0001f600'] * 2 + ["fails"] * 2
+    failed = json.loads(stored[3].data)
+    assert failed["metadata"]["agent-unit"]["status"] == "failed"
 
 
 @define_agent

@@ -164,6 +164,45 @@ async def test_parallel_steps_get_deterministic_keys(effects: Effects) -> None:
     assert all(effects.count(f"fetch-{i}") == 1 for i in range(5))
 
 
+async def test_current_step_is_the_steps_context_in_and_out_of_a_thread() -> None:
+    """The engine makes a step's StepContext only when something asks for it: what current_step()
+    answers must still be the step's (its name, key, run and attempt), the same object on every ask,
+    the very one a step taking a context gets, and None again once the step returns."""
+    from agent_unit.run import current_step
+
+    seen: list[Any] = []
+
+    @define_agent
+    async def agent(input: None, run: Run) -> None:
+        async def lazy() -> str:
+            first, again = current_step(), current_step()
+            seen.append((first is again, first))
+            return run.current_key() or ""
+
+        def in_thread() -> str:
+            seen.append((current_step() is current_step(), current_step()))
+            return use_run().idempotency_key()
+
+        async def given(step: StepContext) -> None:
+            seen.append((current_step() is step, step))
+
+        seen.append(await run.step("lazy", lazy))
+        seen.append(await run.step("thread", in_thread))
+        await run.step("given", given)
+        seen.append(current_step())
+
+    unit = create_test_unit({"a": agent})
+    done = await unit.run("a")
+    (same, lazy), key, (same_thread, thread), idempotency, (same_given, given), after = seen
+    assert same and same_thread and same_given
+    assert isinstance(lazy, StepContext) and (lazy.name, lazy.key, lazy.run_id) == ("lazy", "step:lazy#0", done.id)
+    assert key == "step:lazy#0" and lazy.attempt == 1
+    assert isinstance(thread, StepContext) and thread.key == "step:thread#0"
+    assert idempotency == thread.idempotency_key
+    assert given.key == "step:given#0"
+    assert after is None
+
+
 async def test_idempotency_keys_are_stable_and_unique() -> None:
     keys: list[tuple[str, str, str]] = []
 
