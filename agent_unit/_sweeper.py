@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _events as ev
 from . import telemetry
+from ._cancelling import cancel_requested
 from ._clock import to_datetime
 from ._executor import Executor, maybe_await
 from ._owners import owner_is_gone
@@ -186,6 +187,8 @@ class Sweeper:
                 log.warning("agent-unit sweep: the store is out of reach (%s); trying again", exc)
             except Exception:
                 log.exception("agent-unit sweep failed")
+            if cancel_requested():  # the store's driver turned the cancellation into an error: stop anyway
+                raise asyncio.CancelledError
             await asyncio.sleep(min(period, max(0.0, next_sweep - loop.time())))
 
     # -- timers --------------------------------------------------------------------------

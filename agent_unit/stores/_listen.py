@@ -7,6 +7,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 
+from .._cancelling import cancel_requested
+
 __all__ = ["HEARING", "Listener"]
 
 log = logging.getLogger("agent_unit.stores")
@@ -49,7 +51,7 @@ class Listener:
                 log.warning("live tail from %s lost (%s); reconnecting", self._url, type(exc).__name__)
             if heard:
                 hearing(False)
-            if _cancelled():  # a driver turned the cancellation into an error or an end: stop all the same
+            if cancel_requested():  # a driver turned the cancellation into an error or an end: stop all the same
                 raise asyncio.CancelledError
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
@@ -60,13 +62,3 @@ class Listener:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-
-
-def _cancelled() -> bool:
-    """Whether this task was asked to stop, even if the CancelledError never reached it.
-
-    A driver's read that is cancelled may answer with a connection error (or end its stream)
-    instead: a loop that reconnects on errors would then go on forever, and whoever cancelled it
-    (a server's shutdown, a test's event loop closing) would wait for it forever."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
