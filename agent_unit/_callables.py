@@ -18,10 +18,8 @@ from ._threads import run_in_thread
 if TYPE_CHECKING:
     from ._execution import Execution
 
-__all__ = ["CO_COROUTINE", "call", "is_async", "return_annotation", "wants_context"]
+__all__ = ["call", "is_async", "return_annotation", "wants_context"]
 
-CO_COROUTINE = inspect.CO_COROUTINE
-"""The code flag of an ``async def``: a step's function is one when ``fn.__code__.co_flags`` has it."""
 
 _arity: dict[Any, bool] = {}
 _returns: dict[Any, Any] = {}

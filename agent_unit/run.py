@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
+from inspect import CO_COROUTINE
 from time import time_ns
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -31,7 +32,7 @@ from pydantic.alias_generators import to_snake
 from . import _jsontext as jsontext
 from . import env
 from ._answers import type_ref
-from ._callables import CO_COROUTINE, call, return_annotation, wants_context
+from ._callables import call, return_annotation, wants_context
 from ._clock import floor_datetime, to_datetime, to_epoch
 from ._codec import UNTYPED, answer_schema, decode, encode, encode_error, error_event, rebuild_error
 from ._deadlines import expired_at

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from run import build_server, free_port
 
 HERE = Path(__file__).resolve().parent
 PATH = "/agents/approve/runs"
@@ -82,20 +83,6 @@ class Server:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(5)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def build(work: Path) -> Path:
-    project = work / "project"
-    shutil.copytree(HERE / "project", project, ignore=shutil.ignore_patterns(".output", "__pycache__", ".agent-unit"))
-    argv = [sys.executable, "-m", "agent_unit_cli", "build", "--root", str(project), "--preset", "server"]
-    subprocess.run(argv, cwd=project, check=True, capture_output=True)
-    return project / ".output" / "server" / "main.py"
 
 
 def start(label: str, main: Path, work: Path) -> Server:
@@ -297,7 +284,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="agent-unit-first-event-"))
     servers: list[Server] = []
     try:
-        mains = [tuple(m.split("=", 1)) for m in args.main] or [("built", str(build(work)))]
+        mains = [tuple(m.split("=", 1)) for m in args.main] or [("built", str(build_server(work)))]
         servers = [start(label, Path(path), work) for label, path in mains]
         before = os.getloadavg()[0]
         results = asyncio.run(measure(servers, args.clients.split(","), args.rounds, args.gap, args.chromium))

@@ -895,19 +895,21 @@ def run_system(name: str, launch: Launch, s: Settings, *, paired: bool = False) 
     return report
 
 
-def run_agent_unit(work: Path, s: Settings) -> tuple[Report, dict[str, str]]:
-    project = work / "au_project"
+def build_server(work: Path, name: str = "project") -> Path:
+    """``bench/http/project`` copied to ``work / name`` and built with the server preset: its ``main.py``."""
+    project = work / name
     shutil.copytree(HERE / "project", project, ignore=shutil.ignore_patterns(".output", "__pycache__", ".agent-unit"))
+    command = [sys.executable, "-m", "agent_unit_cli", "build", "--root", str(project), "--preset", "server"]
+    subprocess.run(command, cwd=project, check=True, capture_output=True)
+    return project / ".output" / "server" / "main.py"
+
+
+def run_agent_unit(work: Path, s: Settings) -> tuple[Report, dict[str, str]]:
     log("agent-unit: building the server preset")
     began = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "agent_unit_cli", "build", "--root", str(project), "--preset", "server"],
-        cwd=project,
-        check=True,
-        capture_output=True,
-    )
+    main = build_server(work, "au_project")
     built = time.perf_counter() - began
-    main = project / ".output" / "server" / "main.py"
+    project = main.parents[2]
     loop = subprocess.run(
         [sys.executable, "-c", _LOOP_PROBE.format(path=str(main.parent / "vendor"))],
         capture_output=True,

@@ -20,26 +20,17 @@ import asyncio
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from run import BENCH_VENV, HERE, AgentUnit, RawClient, Server, free_port, load, start_server
+from run import BENCH_VENV, AgentUnit, RawClient, Server, build_server, free_port, load, start_server
 
 SERVERS = {
     "uvicorn (built main.py)": [],
     "granian": ["--http", "1", "--no-ws"],
     "granian, single-threaded runtime": ["--http", "1", "--no-ws", "--runtime-mode", "st"],
 }
-
-
-def build(work: Path) -> Path:
-    project = work / "project"
-    shutil.copytree(HERE / "project", project, ignore=shutil.ignore_patterns(".output", "__pycache__", ".agent-unit"))
-    command = [sys.executable, "-m", "agent_unit_cli", "build", "--root", str(project), "--preset", "server"]
-    subprocess.run(command, cwd=project, check=True, capture_output=True)
-    return project / ".output" / "server"
 
 
 def launch(name: str, output: Path, db: Path) -> Server:
@@ -89,7 +80,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="agent-unit-servers-bench-"))
     rows: dict[str, list[tuple[float, float, float, float, float]]] = {name: [] for name in SERVERS}
     try:
-        output = build(work)
+        output = build_server(work).parent
         for i in range(args.rounds):
             for name in SERVERS:
                 figures = asyncio.run(measure(name, output, work / f"{i}-{len(rows[name])}-{name[:7]}.db"))
