@@ -12,7 +12,7 @@ from typing import Any
 
 from ..pip import linux_wheels as wheels
 from . import BuildOptions, Preset, Start, local_python
-from .server import START
+from .server import SERVER_REQUIREMENTS, START
 
 RUNTIMES = ("3.11", "3.12", "3.13", "3.14")  # the python:<version>-slim images agent-unit runs on
 ARCHITECTURES = {"x86_64": "x86_64", "amd64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
@@ -64,6 +64,7 @@ preset = Preset(
     check=check,
     context=context,
     start=start,
+    requirements=SERVER_REQUIREMENTS,
     workers=True,
     runs_tasks="the container's in-process scheduler (each tick claimed once in the store)",
     notes=("The default SQLite store lives inside the container: mount a volume at /app/.agent-unit to keep runs.",),

@@ -6,6 +6,19 @@ START = "import main\nassert main.app is not None"
 """What ``python main.py`` does before it serves: import the entry and create the app."""
 
 
+SERVER_REQUIREMENTS = (
+    'httptools; platform_python_implementation == "CPython"',
+    'uvloop; sys_platform != "win32" and platform_python_implementation == "CPython"',
+)
+"""What a built server runs faster with where the platform has wheels; uvicorn picks both up by itself.
+
+Measured on a quiet 2-core VM against the same server without them (``bench/http/servers.py``):
+httptools took 15% off the server's CPU per run streamed to a pause and made the first SSE event
+sooner than h11; uvloop on top gave 10% more runs and resumes per second for 11% less CPU each, with
+the first SSE event no later. Windows and PyPy go without them (no wheels), on the same code.
+"""
+
+
 def start(options: BuildOptions) -> Start:
     return Start(code=START)
 
@@ -21,8 +34,5 @@ preset = Preset(
     start=start,
     workers=True,
     runs_tasks="the server's in-process scheduler (each tick claimed once in the store)",
-    # uvicorn parses HTTP with httptools when it is there (measured: 15% less server CPU per run
-    # streamed to a pause than h11, and a faster first SSE event); CPython has its wheels.
-    # uvloop is left out: it made the first SSE event slower here, for no CPU saved.
-    requirements=('httptools; platform_python_implementation == "CPython"',),
+    requirements=SERVER_REQUIREMENTS,
 )

@@ -5,8 +5,9 @@
 
 The issue asked for granian as an option where it beats uvicorn on this machine. This measures it:
 ``bench/http/project`` built with ``agent-unit build --preset server``; each round starts the built
-``main.py`` (uvicorn + httptools, one worker, asyncio) and then granian on the same ``main:app`` (one
-worker; its own HTTP stack in Rust), each over a fresh SQLite store, and drives both with
+``main.py`` (uvicorn with the uvloop and httptools it vendors, one worker), the same with uvloop
+taken out of its ``vendor/`` (uvicorn then runs on asyncio's loop), and granian on the same
+``main:app`` (one worker; its own HTTP stack in Rust), each over a fresh SQLite store, and drives each with
 ``run.py``'s load generator: runs to a pause and resumes per second (8 clients, 5 s windows after
 a 1 s ramp), the server's CPU per operation (its process tree, from /proc), and the first SSE event
 of a run on the idle server (median of 20). Rounds alternate, so a drift of the machine hits both.
@@ -27,15 +28,26 @@ from pathlib import Path
 from run import BENCH_VENV, AgentUnit, RawClient, Server, build_server, free_port, load, start_server
 
 SERVERS = {
-    "uvicorn (built main.py)": [],
+    "uvicorn (built main.py: uvloop + httptools)": [],
+    "uvicorn on asyncio (uvloop taken out)": [],
     "granian": ["--http", "1", "--no-ws"],
     "granian, single-threaded runtime": ["--http", "1", "--no-ws", "--runtime-mode", "st"],
 }
 
 
+def without_uvloop(output: Path) -> Path:
+    """A copy of the build with no uvloop in ``vendor/``: uvicorn's ``loop="auto"`` then takes asyncio's."""
+    copy = output.with_name(output.name + "-asyncio")
+    if not copy.exists():
+        shutil.copytree(output, copy, ignore=lambda folder, names: [n for n in names if n.startswith("uvloop")])
+    return copy
+
+
 def launch(name: str, output: Path, db: Path) -> Server:
     port = free_port()
     env = {"HOST": "127.0.0.1", "PORT": str(port), "LOG_LEVEL": "warning", "AGENT_UNIT_STORAGE": f"sqlite:///{db}"}
+    if "asyncio" in name:
+        output = without_uvloop(output)
     if name.startswith("uvicorn"):
         argv = [sys.executable, str(output / "main.py")]
     else:  # granian from the bench venv, the build's own folders first on the path (as main.py puts them)
@@ -74,15 +86,16 @@ async def measure(name: str, output: Path, db: Path) -> tuple[float, float, floa
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--servers", nargs="*", choices=list(SERVERS), default=list(SERVERS), help="which to run")
     args = parser.parse_args()
     if not (BENCH_VENV / "bin" / "granian").exists():
         sys.exit(f"no granian in {BENCH_VENV}: {BENCH_VENV}/bin/pip install -r bench/http/requirements.txt")
     work = Path(tempfile.mkdtemp(prefix="agent-unit-servers-bench-"))
-    rows: dict[str, list[tuple[float, float, float, float, float]]] = {name: [] for name in SERVERS}
+    rows: dict[str, list[tuple[float, float, float, float, float]]] = {name: [] for name in args.servers}
     try:
         output = build_server(work).parent
         for i in range(args.rounds):
-            for name in SERVERS:
+            for name in args.servers:
                 figures = asyncio.run(measure(name, output, work / f"{i}-{len(rows[name])}-{name[:7]}.db"))
                 rows[name].append(figures)
                 print(f"round {i + 1} {name}: {figures} (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
