@@ -8,19 +8,31 @@ agent-unit code: the loop's side puts a lock on a ``queue.SimpleQueue`` and wait
 takes it and releases it. Compare it with the CPU per async step in BENCHMARKS.md: when one hop costs
 as much as a whole async step, sync steps cannot reach half the rate of async ones while they run in
 a thread.
+
+It times the round trip twice: as the OS schedules the two threads (on a multi-core host the worker
+usually wakes on another core), and with both pinned to one core (``os.sched_setaffinity``, Linux).
+The gap is what waking a thread on another core costs: a virtual machine pays for it with an
+interrupt between its virtual CPUs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import queue
 import statistics
 import threading
 import time
 
 
-def round_trips(n: int) -> tuple[float, float]:
-    """Wall and CPU time (µs, both threads' CPU) of one round trip, over ``n`` of them."""
+def round_trips(n: int, pinned: bool = False) -> tuple[float, float]:
+    """Wall and CPU time (µs, both threads' CPU) of one round trip, over ``n`` of them.
+
+    ``pinned``: both threads on the first core this process may use (the worker inherits it).
+    """
+    allowed = os.sched_getaffinity(0)
+    if pinned:
+        os.sched_setaffinity(0, {min(allowed)})
     handed: queue.SimpleQueue[threading.Lock | None] = queue.SimpleQueue()
 
     def worker() -> None:
@@ -38,6 +50,7 @@ def round_trips(n: int) -> tuple[float, float]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     handed.put(None)
     thread.join()
+    os.sched_setaffinity(0, allowed)
     return wall / n * 1e6, cpu / n * 1e6
 
 
@@ -46,11 +59,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000, help="round trips per repeat")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    rounds = [round_trips(args.n) for _ in range(args.repeat)]
-    walls, cpus = [w for w, _ in rounds], [c for _, c in rounds]
-    wall, cpu = statistics.median(walls), statistics.median(cpus)
-    print(f"thread round trip: wall {wall:.1f} µs, CPU {cpu:.1f} µs (median of {args.repeat})")
-    print("each: " + ", ".join(f"{w:.1f}/{c:.1f}" for w, c in rounds))
+    for label, pinned in (("as scheduled", False), ("both threads on one core", True)):
+        rounds = [round_trips(args.n, pinned) for _ in range(args.repeat)]
+        wall = statistics.median(w for w, _ in rounds)
+        cpu = statistics.median(c for _, c in rounds)
+        print(f"thread round trip, {label}: wall {wall:.1f} µs, CPU {cpu:.1f} µs (median of {args.repeat})")
+        print("  each (wall/CPU): " + ", ".join(f"{w:.1f}/{c:.1f}" for w, c in rounds))
 
 
 if __name__ == "__main__":
