@@ -10,7 +10,6 @@ server this way and splits each first-event time into the server's part and the 
 
 from __future__ import annotations
 
-import asyncio.selector_events
 import atexit
 import json
 import runpy
@@ -33,16 +32,20 @@ def _dump() -> None:
 
 atexit.register(_dump)
 
-transport: Any = getattr(asyncio.selector_events, "_SelectorSocketTransport")  # noqa: B009 - not in its stubs
-_write = transport.write
 
+class TracedTransport:
+    """The connection's transport (asyncio's or uvloop's: a C type that cannot be patched), its writes traced."""
 
-def write(self: Any, data: Any) -> None:
-    trace.append((time.time_ns(), "write", len(data), bytes(data[:24]).decode("latin-1"), b"data:" in data))
-    _write(self, data)
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
 
+    def write(self, data: Any) -> None:
+        trace.append((time.time_ns(), "write", len(data), bytes(data[:24]).decode("latin-1"), b"data:" in data))
+        self._transport.write(data)
 
-transport.write = write
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
 
 from uvicorn.protocols.http import httptools_impl  # noqa: E402 - after the path is set
 
@@ -60,7 +63,7 @@ _made = httptools_impl.HttpToolsProtocol.connection_made
 
 def connection_made(self: Any, transport: Any) -> None:
     trace.append((time.time_ns(), "connect", 0, "", False))
-    _made(self, transport)
+    _made(self, TracedTransport(transport))
 
 
 httptools_impl.HttpToolsProtocol.connection_made = connection_made  # type: ignore[method-assign]
