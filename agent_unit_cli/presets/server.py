@@ -6,14 +6,17 @@ START = "import main\nassert main.app is not None"
 """What ``python main.py`` does before it serves: import the entry and create the app."""
 
 
-SERVER_REQUIREMENTS = ('httptools; platform_python_implementation == "CPython"',)
-"""What a built server runs with besides uvicorn: httptools, where CPython has its wheels (uvicorn picks it).
+SERVER_REQUIREMENTS = (
+    'httptools; platform_python_implementation == "CPython"',
+    'uvloop; sys_platform != "win32" and platform_python_implementation == "CPython"',
+)
+"""What a built server runs faster with where the platform has wheels; uvicorn picks both up by itself.
 
-Measured against h11: 15% less server CPU per run streamed to a pause, and a sooner first SSE event.
-uvloop is left out: the same build served with and without it, rounds alternating and taking
-turns to go first, showed no difference here (``bench/http/servers.py --rounds 6``: runs to a pause
-2,440 vs 2,506 per second, resumes 2,574 vs 2,551, the same CPU per operation and first SSE event)
-for 14 MB more in every build.
+Measured on a quiet 2-core VM (``bench/http/servers.py``, the same build with and without each,
+rounds alternating and taking turns to go first, each over a store of its own): httptools took 15%
+off the server's CPU per run streamed to a pause against h11, and made the first SSE event sooner;
+uvloop on top served 8% more runs to a pause and 9% more resumes per second, for 7 to 9% less CPU
+each, with the first SSE event no later (14 MB more in a build). Windows and PyPy go without them.
 """
 
 

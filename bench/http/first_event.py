@@ -17,6 +17,10 @@ the same load of the machine. Clients:
 - ``chromium``: ``fetch`` + a ``ReadableStream`` reader in headless Chromium (Playwright), on a
   page of the server's own origin (``GET /agents``): the server refuses foreign origins.
 
+``--pin`` puts the servers on one core and the clients on the others: it shows what a client woken
+on the server's core costs the server (the kernel places a task woken by a socket write next to its
+waker).
+
 Printed per server and client: the medians of request -> response headers and request -> first
 ``data:`` line at the client, and from the server's trace: request -> its bytes received,
 received -> run stored, received -> headers written, received -> first event written, and
@@ -280,12 +284,22 @@ def main() -> int:
     parser.add_argument("--gap", type=float, default=0.2, help="seconds between two samples")
     parser.add_argument("--chromium", default=CHROMIUM, help="the Chromium executable (default: on PATH)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (traces, logs, databases)")
+    parser.add_argument(
+        "--pin", action="store_true", help="servers on the first core, the clients here on another (Linux, 2+ cores)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="agent-unit-first-event-"))
     servers: list[Server] = []
     try:
         mains = [tuple(m.split("=", 1)) for m in args.main] or [("built", str(build_server(work)))]
         servers = [start(label, Path(path), work) for label, path in mains]
+        if args.pin:  # a client woken by the server's write is then never run on the server's core
+            cores = sorted(os.sched_getaffinity(0))
+            for s in servers:  # every thread of the server (-a), not only its main one
+                subprocess.run(
+                    ["taskset", "-a", "-p", "-c", str(cores[0]), str(s.proc.pid)], check=True, capture_output=True
+                )
+            os.sched_setaffinity(0, set(cores[1:]))  # this process; Chromium, started after, inherits it
         before = os.getloadavg()[0]
         results = asyncio.run(measure(servers, args.clients.split(","), args.rounds, args.gap, args.chromium))
         load = f"{before:.2f}->{os.getloadavg()[0]:.2f}"

@@ -5,8 +5,8 @@
 
 The issue asked for granian as an option where it beats uvicorn on this machine. This measures it:
 ``bench/http/project`` built with ``agent-unit build --preset server``; each round starts the built
-``main.py`` (uvicorn with the httptools it vendors, one worker, asyncio), the same with uvloop
-added to its ``vendor/`` (uvicorn's ``loop="auto"`` then takes it), and granian on the same
+``main.py`` (uvicorn with the uvloop and httptools it vendors, one worker), the same with uvloop
+taken out of its ``vendor/`` (uvicorn's ``loop="auto"`` then takes asyncio's), and granian on the same
 ``main:app`` (one worker; its own HTTP stack in Rust), each over a fresh SQLite store, and drives each with
 ``run.py``'s load generator: runs to a pause and resumes per second (8 clients, 5 s windows after
 a 1 s ramp), the server's CPU per operation (its process tree, from /proc), and the first SSE event
@@ -22,7 +22,6 @@ import asyncio
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,33 +29,29 @@ from pathlib import Path
 from run import BENCH_VENV, AgentUnit, RawClient, Server, build_server, free_port, load, start_server
 
 SERVERS = {
-    "uvicorn (built main.py: asyncio + httptools)": [],
-    "uvicorn + uvloop (added to vendor/)": [],
+    "uvicorn (built main.py: uvloop + httptools)": [],
+    "uvicorn on asyncio (uvloop taken out of vendor/)": [],
     "granian": ["--http", "1", "--no-ws"],
     "granian, single-threaded runtime": ["--http", "1", "--no-ws", "--runtime-mode", "st"],
 }
 
 
-def with_uvloop(output: Path) -> Path:
-    """A copy of the build with the bench venv's uvloop (same Python) added to ``vendor/``."""
-    copy = output.with_name(output.name + "-uvloop")
+def without_uvloop(output: Path) -> Path:
+    """A copy of the build with no uvloop in ``vendor/``."""
+    copy = output.with_name(output.name + "-asyncio")
     if not copy.exists():
-        shutil.copytree(output, copy)
-        found = subprocess.run(
-            [str(BENCH_VENV / "bin" / "python"), "-c", "import os, uvloop; print(os.path.dirname(uvloop.__file__))"],
-            check=True,
-            capture_output=True,
-            text=True,
+        vendor = str(output / "vendor")
+        shutil.copytree(
+            output, copy, ignore=lambda folder, names: [n for n in names if folder == vendor and n.startswith("uvloop")]
         )
-        shutil.copytree(found.stdout.strip(), copy / "vendor" / "uvloop")
     return copy
 
 
 def launch(name: str, output: Path, db: Path) -> Server:
     port = free_port()
     env = {"HOST": "127.0.0.1", "PORT": str(port), "LOG_LEVEL": "warning", "AGENT_UNIT_STORAGE": f"sqlite:///{db}"}
-    if "uvloop" in name:
-        output = with_uvloop(output)
+    if "asyncio" in name:
+        output = without_uvloop(output)
     if name.startswith("uvicorn"):
         argv = [sys.executable, str(output / "main.py")]
     else:  # granian from the bench venv, the build's own folders first on the path (as main.py puts them)
@@ -105,7 +100,7 @@ def main() -> int:
         output = build_server(work).parent
         for i in range(args.rounds):
             for name in args.servers[i % len(args.servers) :] + args.servers[: i % len(args.servers)]:
-                figures = asyncio.run(measure(name, output, work / f"{i}-{len(rows[name])}-{name[:7]}.db"))
+                figures = asyncio.run(measure(name, output, work / f"round{i}-server{list(SERVERS).index(name)}.db"))
                 rows[name].append(figures)
                 print(f"round {i + 1} {name}: {figures} (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
     finally:

@@ -153,7 +153,7 @@ def test_the_build_vendors_the_driver_of_its_store() -> None:
 
 
 @pytest.mark.parametrize("preset", ["server", "docker"])
-def test_a_built_server_parses_http_with_httptools_where_cpython_has_its_wheels(preset: str) -> None:
+def test_a_built_server_runs_on_uvloop_and_httptools_where_cpython_has_their_wheels(preset: str) -> None:
     from agent_unit_cli.build import _requirements
     from agent_unit_cli.config import Config
     from agent_unit_cli.presets import PRESETS
@@ -161,4 +161,6 @@ def test_a_built_server_parses_http_with_httptools_where_cpython_has_its_wheels(
     chosen = _requirements(PRESETS[preset], Config(name="x"), "sqlite", [], {}, ())
     (httptools,) = [requirement for requirement in chosen if requirement.startswith("httptools")]
     assert httptools.startswith("httptools==") and httptools.endswith('; platform_python_implementation == "CPython"')
-    assert not [requirement for requirement in chosen if requirement.startswith("uvloop")]  # measured: no gain
+    (uvloop,) = [requirement for requirement in chosen if requirement.startswith("uvloop")]
+    assert uvloop.startswith("uvloop==")
+    assert uvloop.endswith('; sys_platform != "win32" and platform_python_implementation == "CPython"')
