@@ -14,9 +14,11 @@ SERVER_REQUIREMENTS = (
 
 Measured on a quiet 2-core VM (``bench/http/servers.py``, the same build with and without each,
 rounds alternating and taking turns to go first, each over a store of its own): httptools took 15%
-off the server's CPU per run streamed to a pause against h11, and made the first SSE event sooner;
-uvloop on top served 8% more runs to a pause and 9% more resumes per second, for 7 to 9% less CPU
-each, with the first SSE event no later (14 MB more in a build). Windows and PyPy go without them.
+off the server's CPU per run streamed to a pause against h11, and made the first SSE event sooner.
+uvloop on top: in two runs 8 to 9% more runs to a pause and resumes per second, for 7 to 9% less
+CPU each; in a third, the same within 3%; never slower, the first SSE event no later (14 MB more in
+a build). Windows and PyPy go without them. The protocol is ``HttpToolsHeadWithBody`` where
+httptools is there (:mod:`agent_unit.hosts.uvicorn_http`).
 """
 
 

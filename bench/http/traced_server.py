@@ -63,10 +63,24 @@ _made = httptools_impl.HttpToolsProtocol.connection_made
 
 def connection_made(self: Any, transport: Any) -> None:
     trace.append((time.time_ns(), "connect", 0, "", False))
-    _made(self, TracedTransport(transport))
+    if type(transport).__name__ != "HeadWithBody":  # that one wraps a traced transport (below)
+        transport = TracedTransport(transport)
+    _made(self, transport)
 
 
 httptools_impl.HttpToolsProtocol.connection_made = connection_made  # type: ignore[method-assign]
+
+try:  # a build whose main.py holds each response's head for its first body bytes: trace what leaves
+    from agent_unit.hosts import uvicorn_http
+except ImportError:
+    pass
+else:
+    _held = uvicorn_http.HeadWithBody.__init__
+
+    def held(self: Any, transport: Any) -> None:
+        _held(self, TracedTransport(transport))
+
+    uvicorn_http.HeadWithBody.__init__ = held  # type: ignore[method-assign]
 
 from agent_unit import _engine  # noqa: E402
 
