@@ -61,19 +61,10 @@ httptools_impl.HttpToolsProtocol.data_received = data_received  # type: ignore[m
 _made = httptools_impl.HttpToolsProtocol.connection_made
 
 
-def connection_made(self: Any, transport: Any) -> None:
-    trace.append((time.time_ns(), "connect", 0, "", False))
-    if type(transport).__name__ != "HeadWithBody":  # that one wraps a traced transport (below)
-        transport = TracedTransport(transport)
-    _made(self, transport)
-
-
-httptools_impl.HttpToolsProtocol.connection_made = connection_made  # type: ignore[method-assign]
-
 try:  # a build whose main.py holds each response's head for its first body bytes: trace what leaves
     from agent_unit.hosts import uvicorn_http
 except ImportError:
-    pass
+    uvicorn_http = None  # type: ignore[assignment]
 else:
     _held = uvicorn_http.HeadWithBody.__init__
 
@@ -81,6 +72,16 @@ else:
         _held(self, TracedTransport(transport))
 
     uvicorn_http.HeadWithBody.__init__ = held  # type: ignore[method-assign]
+
+
+def connection_made(self: Any, transport: Any) -> None:
+    trace.append((time.time_ns(), "connect", 0, "", False))
+    if uvicorn_http is None or not isinstance(transport, uvicorn_http.HeadWithBody):  # that one traces under it
+        transport = TracedTransport(transport)
+    _made(self, transport)
+
+
+httptools_impl.HttpToolsProtocol.connection_made = connection_made  # type: ignore[method-assign]
 
 from agent_unit import _engine  # noqa: E402
 

@@ -41,9 +41,6 @@ class Recording:
     def is_closing(self) -> bool:
         return self.closed if self.transport is None else self.transport.is_closing()
 
-    def get_write_buffer_size(self) -> int:
-        return 0
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.transport, name)
 
