@@ -17,6 +17,10 @@ the same load of the machine. Clients:
 - ``chromium``: ``fetch`` + a ``ReadableStream`` reader in headless Chromium (Playwright), on a
   page of the server's own origin (``GET /agents``): the server refuses foreign origins.
 
+``--floor`` adds ``floor_main.py`` beside them: uvicorn as a built server runs it, with an app that
+answers one constant event and does nothing else. Its times are what the host, the client and
+uvicorn cost before agent-unit does anything: the floor under every other server's.
+
 ``--pin`` puts the servers on one core and the clients on the others: it shows what a client woken
 on the server's core costs the server (the kernel places a task woken by a socket write next to its
 waker).
@@ -283,6 +287,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--gap", type=float, default=0.2, help="seconds between two samples")
     parser.add_argument("--chromium", default=CHROMIUM, help="the Chromium executable (default: on PATH)")
+    parser.add_argument("--floor", action="store_true", help="also serve floor_main.py: an app that does nothing")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (traces, logs, databases)")
     parser.add_argument(
         "--pin", action="store_true", help="servers on the first core, the clients here on another (Linux, 2+ cores)"
@@ -292,6 +297,8 @@ def main() -> int:
     servers: list[Server] = []
     try:
         mains = [tuple(m.split("=", 1)) for m in args.main] or [("built", str(build_server(work)))]
+        if args.floor:
+            mains.append(("floor", str(HERE / "floor_main.py")))
         servers = [start(label, Path(path), work) for label, path in mains]
         if args.pin:  # a client woken by the server's write is then never run on the server's core
             cores = sorted(os.sched_getaffinity(0))
