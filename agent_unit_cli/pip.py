@@ -12,6 +12,13 @@ A project that uses uv (a ``uv.lock`` at its root), or a build run with
 platform, resolved by ``uv pip install --target``, which caches what it downloads and resolves
 in a fraction of pip's time. ``AGENT_UNIT_INSTALLER=pip`` keeps pip whatever the project uses.
 uv reads its own index settings (``UV_INDEX_URL``...), not ``pip.conf``.
+
+An environment marker decides for the host the wheels are for: ``uvloop; sys_platform !=
+"win32"`` is vendored into a Linux build made on Windows, ``six; platform_machine == "aarch64"``
+into an arm64 build made on x86_64. pip decides every marker for the machine that runs it,
+``--platform`` or not, so the requirements a build names reach pip decided already
+(:func:`for_host`). The markers of their dependencies stay pip's to decide, for this machine;
+uv decides those for the host too.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from agent_unit.errors import PipError
 
-__all__ = ["Installer", "install", "installer", "linux_wheels"]
+__all__ = ["Installer", "for_host", "install", "installer", "linux_wheels"]
 
 Installer = Literal["pip", "uv"]
 
@@ -47,6 +56,37 @@ def linux_wheels(machine: str, python: str) -> list[str]:
         f"cp{python.replace('.', '')}",
         "--only-binary=:all:",
     ]
+
+
+def for_host(requirements: list[str], platform: list[str]) -> list[str]:
+    """``requirements`` with each environment marker decided for the Linux host of ``platform``
+    (:func:`linux_wheels`): a requirement whose marker holds there loses the marker, one whose
+    marker does not is left out. A line that is not a requirement (a path, an option) stays as it is.
+    """
+    flags = dict(zip(platform[::2], platform[1::2], strict=False))
+    machine = flags.get("--platform", "").partition("_")[2]  # manylinux2014_x86_64: x86_64
+    version = flags.get("--python-version", "")
+    # evaluate() lays these over this machine's environment (what the flags do not say: platform_release...)
+    host = {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux"}
+    host |= {"platform_python_implementation": "CPython", "implementation_name": "cpython"}
+    if machine:
+        host["platform_machine"] = machine
+    if version and version != f"{sys.version_info.major}.{sys.version_info.minor}":
+        release = f"{version}.0"  # which release of that Python the host runs is not known: its first
+        host |= {"python_version": version, "python_full_version": release, "implementation_version": release}
+    decided = []
+    for line in requirements:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            decided.append(line)
+            continue
+        if requirement.marker is None:
+            decided.append(line)
+        elif requirement.marker.evaluate(host):
+            requirement.marker = None
+            decided.append(str(requirement))
+    return decided
 
 
 def uv_binary() -> str | None:
@@ -103,6 +143,8 @@ def install(
     ``alone`` are installed without their dependencies (``name @ file:///folder`` too: built
     into a wheel, pure Python as an adapter package is). ``using``: see :func:`installer`.
     """
+    if platform is not None:  # markers decided for the host, not for this machine (see the module's docstring)
+        requirements, alone = for_host(requirements, platform), for_host(alone or [], platform)
     if using == "uv":
         uv = uv_binary()
         flags = ["--python", python] if platform is None else _uv_platform(platform)

@@ -173,6 +173,8 @@ def test_docker_honours_arch_and_python_in_its_wheels_and_image(tmp_path: Path, 
     (root / "agents" / "plain.py").write_text(
         PLAIN + "\n\ndef limit() -> int:\n    import house_rules\n\n    return 1\n"
     )
+    # markers decided for the image (arm64, 3.13), not for this machine (x86_64, 3.11)
+    (root / "requirements.txt").write_text('six; platform_machine == "aarch64"\ntoml; python_version < "3.12"\n')
     path = os.pathsep.join([str(tmp_path / "path-entry"), os.environ.get("PYTHONPATH", "")])
     env = {"PYTHONPATH": path, "AGENT_UNIT_INSTALLER": installer}  # the other builds here use uv
     result = built(root, "--preset", "docker", "--arch", "arm64", "--python", "3.13", env=env)
@@ -188,6 +190,8 @@ def test_docker_honours_arch_and_python_in_its_wheels_and_image(tmp_path: Path, 
     assert list((output / "vendor" / "pydantic_core").glob("*.cpython-313-aarch64-linux-gnu.so"))
     assert (output / "vendor" / "redis").is_dir()  # the scheme written around the variable names the driver
     assert any("not started here" in note and "linux-aarch64" in note for note in result["notes"])
+    assert (output / "vendor" / "six.py").is_file()
+    assert not list((output / "vendor").glob("toml*"))
 
 
 def test_a_build_whose_app_does_not_start_fails_with_the_users_lines_and_is_marked_incomplete(tmp_path: Path) -> None:
