@@ -3,19 +3,26 @@
 Two writes wake a client twice, and on a small host the client woken by the head runs on the
 server's core while the server would write the first event (0.7 ms measured for httpx and
 Chromium). The transport holds a head until the next write or the end of the loop's turn.
+The last tests serve agent-unit's own app through it the way production fails: a burst of 300
+streamed starts, pipelined requests on one connection, a client gone in the middle of a stream.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import uvicorn
 
+from agent_unit import create_agent_unit
 from agent_unit.hosts.uvicorn_http import HeadWithBody, HttpToolsHeadWithBody
+
+from ..support.http_agents import AGENTS
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n"
 
@@ -128,3 +135,124 @@ async def test_uvicorn_with_the_protocol_writes_the_head_and_first_event_at_once
     (recording,) = recordings
     first = recording.writes[0]
     assert first.startswith(b"HTTP/1.1 200 OK") and b"data: 1" in first and b"data: 2" not in first
+
+
+# -- the real app through the protocol, the way production fails --------------------------------
+
+
+@pytest.fixture
+async def agent_unit_served(tmp_path: Path) -> AsyncIterator[tuple[int, Any]]:
+    """agent-unit's app (the refund agent, on SQLite) on uvicorn with the built servers' protocol."""
+    app = create_agent_unit(AGENTS, store=f"sqlite:///{tmp_path / 'runs.db'}")
+    listening = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    server = uvicorn.Server(uvicorn.Config(app, http=HttpToolsHeadWithBody, log_level="warning"))
+    serving = asyncio.ensure_future(server.serve(sockets=[listening]))
+    try:
+        yield listening.getsockname()[1], app
+    finally:
+        server.should_exit = True
+        await serving
+        listening.close()
+        await app.engine.aclose()
+
+
+BODY = b'{"input": {"order_id": "o-1"}}'
+START = (
+    b"POST /agents/refund/runs HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n"
+    b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(BODY), BODY)
+)
+
+
+def events(body: bytes) -> list[dict[str, Any]]:
+    """The ``data:`` of each SSE message in a (de-chunked) body, checking ``id`` counts up from 1."""
+    found = []
+    for message in body.decode().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in message.splitlines() if ": " in line)
+        if "data" in fields:
+            assert fields["id"] == str(len(found) + 1), message
+            found.append(json.loads(fields["data"]))
+    return found
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[bytes, dict[str, str], bytes]:
+    """One chunked HTTP/1.1 response: its status line, headers and de-chunked body."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    status, *lines = head.decode().split("\r\n")[:-2]
+    headers = dict(line.lower().split(": ", 1) for line in lines)
+    assert headers["transfer-encoding"] == "chunked", head
+    body = b""
+    while size := int((await reader.readuntil(b"\r\n"))[:-2], 16):
+        body += (await reader.readexactly(size + 2))[:-2]
+    assert await reader.readexactly(2) == b"\r\n"
+    return status.encode(), headers, body
+
+
+async def test_a_burst_of_300_streamed_starts_through_the_protocol_each_gets_its_whole_stream(
+    agent_unit_served: tuple[int, Any],
+) -> None:
+    port, app = agent_unit_served
+
+    async def start() -> tuple[str, list[dict[str, Any]]]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(START)
+            status, headers, body = await read_response(reader)
+        finally:
+            writer.close()
+        assert status == b"HTTP/1.1 200 OK" and headers["content-type"].startswith("text/event-stream")
+        return headers["x-run-id"], events(body)
+
+    answers = await asyncio.wait_for(asyncio.gather(*(start() for _ in range(300))), 120)
+    assert len({run_id for run_id, _ in answers}) == 300
+    for run_id, stream in answers:  # each stream is its own run's, whole, in order, ending at the pause
+        assert stream[0]["type"] == "RUN_STARTED" and stream[0]["runId"] == run_id
+        assert [event["type"] for event in stream][-1] == "RUN_INTERRUPTED", stream
+        assert all(event.get("runId", run_id) == run_id for event in stream)
+    first = await app.engine.list(status="interrupted", limit=200)
+    rest = await app.engine.list(status="interrupted", limit=200, cursor=first.next_cursor)
+    assert {run.id for run in first.runs + rest.runs} == {run_id for run_id, _ in answers}
+
+
+async def test_pipelined_starts_on_one_connection_are_answered_in_order_each_whole(
+    agent_unit_served: tuple[int, Any],
+) -> None:
+    port, _ = agent_unit_served
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(START * 3)  # three requests in one write: each head waits for the one before
+        answers = [await asyncio.wait_for(read_response(reader), 30) for _ in range(3)]
+    finally:
+        writer.close()
+    run_ids = [headers["x-run-id"] for _, headers, _ in answers]
+    assert len(set(run_ids)) == 3
+    for (status, _, body), run_id in zip(answers, run_ids, strict=True):
+        stream = events(body)
+        assert status == b"HTTP/1.1 200 OK" and stream[0]["runId"] == run_id and stream[-1]["type"] == "RUN_INTERRUPTED"
+
+
+async def test_a_client_that_leaves_mid_stream_loses_nothing_of_the_run_and_the_server_goes_on(
+    agent_unit_served: tuple[int, Any],
+) -> None:
+    port, app = agent_unit_served
+    body = b'{"input": 20}'  # chatty: 20 steps, 10 ms apart
+    request = (
+        b"POST /agents/chatty/runs HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n"
+        b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+    run_id = dict(line.lower().split(": ", 1) for line in head.decode().split("\r\n")[1:-2])["x-run-id"]
+    await asyncio.wait_for(reader.readuntil(b"data: "), 30)  # the first event arrived with the head
+    writer.transport.abort()  # gone, as a closed browser tab is: the stream's next writes find no one
+    record = await asyncio.wait_for(app.engine.wait(run_id), 30)
+    assert record.status == "completed" and record.output == 20
+    stored = [event.to_dict()["type"] for event in await app.engine.events(run_id, after=0, limit=500)]
+    assert stored.count("STEP_FINISHED") == 20
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)  # the server serves on
+    try:
+        writer.write(START)
+        status, _, stream = await asyncio.wait_for(read_response(reader), 30)
+    finally:
+        writer.close()
+    assert status == b"HTTP/1.1 200 OK" and events(stream)[-1]["type"] == "RUN_INTERRUPTED"
