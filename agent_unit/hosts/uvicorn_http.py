@@ -13,11 +13,18 @@ for httpx and Chromium, 0.1 ms for a raw socket; held for each other, they leave
 A head waits only for the rest of the current turn of the event loop: a stream with nothing to
 send yet gets its head out at the end of the turn, alone. Importing this module needs httptools
 (an ImportError without it: uvicorn then serves with h11, as ``main.py`` does).
+
+Each connection also gets ``TCP_NODELAY``, so Nagle's algorithm never holds an event back behind
+an unacknowledged one. uvloop sets it on every TCP connection, asyncio's loop only on sockets
+whose ``proto`` says TCP: not on those accepted from a listening socket made without it
+(``socket.create_server``, gunicorn's listeners, a socket handed over as a file descriptor).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -70,7 +77,11 @@ class HeadWithBody:
 
 
 class HttpToolsHeadWithBody(HttpToolsProtocol):
-    """uvicorn's httptools protocol, writing through :class:`HeadWithBody`."""
+    """uvicorn's httptools protocol, writing through :class:`HeadWithBody`, on a socket with Nagle off."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        connection = transport.get_extra_info("socket")
+        if connection is not None and connection.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):  # a connection already gone: the protocol finds out itself
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(cast(asyncio.Transport, HeadWithBody(cast(asyncio.Transport, transport))))

@@ -256,3 +256,33 @@ async def test_a_client_that_leaves_mid_stream_loses_nothing_of_the_run_and_the_
     finally:
         writer.close()
     assert status == b"HTTP/1.1 200 OK" and events(stream)[-1]["type"] == "RUN_INTERRUPTED"
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_the_servers_side_of_each_connection_has_nagle_off(loop: str) -> None:
+    """An event is never held back by Nagle's algorithm on the server's side: each accepted socket
+    has TCP_NODELAY, on uvloop (what built servers run) and on asyncio's loop, which sets it only
+    when the listening socket says TCP (this one, made by ``socket.create_server``, does not)."""
+    if loop == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+    options: list[int] = []
+
+    class Checked(HttpToolsHeadWithBody):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            options.append(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    async def main() -> None:
+        listening = socket.create_server(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(app, http=Checked, log_level="warning"))
+        serving = asyncio.ensure_future(server.serve(sockets=[listening]))
+        try:
+            received = await asyncio.to_thread(get, listening.getsockname()[1])
+        finally:
+            server.should_exit = True
+            await serving
+            listening.close()
+        assert received.endswith(b"0\r\n\r\n")
+
+    asyncio.run(main()) if loop == "asyncio" else uvloop.run(main())
+    assert len(options) == 1 and options[0] != 0, options
