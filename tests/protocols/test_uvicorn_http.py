@@ -10,6 +10,7 @@ streamed starts, pipelined requests on one connection, a client gone in the midd
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -95,6 +96,21 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"data: 2\n\n", "more_body": False})
 
 
+@contextlib.asynccontextmanager
+async def uvicorn_on(app: Any, http: type[HttpToolsHeadWithBody]) -> AsyncIterator[int]:
+    """``app`` served by uvicorn with the protocol ``http``, in this loop, until the block ends: its port.
+    The listening socket is bound first (connections queue there until uvicorn accepts them)."""
+    listening = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    server = uvicorn.Server(uvicorn.Config(app, http=http, log_level="warning"))
+    serving = asyncio.ensure_future(server.serve(sockets=[listening]))
+    try:
+        yield listening.getsockname()[1]
+    finally:
+        server.should_exit = True
+        await serving
+        listening.close()
+
+
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[int, list[Recording]]]:
     """uvicorn serving ``app`` with the built servers' protocol, the writes under it recorded."""
@@ -105,15 +121,8 @@ async def served() -> AsyncIterator[tuple[int, list[Recording]]]:
             recordings.append(Recording(transport))
             super().connection_made(recordings[-1])  # type: ignore[arg-type]
 
-    listening = socket.create_server(("127.0.0.1", 0))  # connections queue here until uvicorn accepts them
-    server = uvicorn.Server(uvicorn.Config(app, http=Recorded, log_level="warning"))
-    serving = asyncio.ensure_future(server.serve(sockets=[listening]))
-    try:
-        yield listening.getsockname()[1], recordings
-    finally:
-        server.should_exit = True
-        await serving
-        listening.close()
+    async with uvicorn_on(app, Recorded) as port:
+        yield port, recordings
 
 
 def get(port: int) -> bytes:
@@ -143,17 +152,12 @@ async def test_uvicorn_with_the_protocol_writes_the_head_and_first_event_at_once
 @pytest.fixture
 async def agent_unit_served(tmp_path: Path) -> AsyncIterator[tuple[int, Any]]:
     """agent-unit's app (the refund agent, on SQLite) on uvicorn with the built servers' protocol."""
-    app = create_agent_unit(AGENTS, store=f"sqlite:///{tmp_path / 'runs.db'}")
-    listening = socket.create_server(("127.0.0.1", 0), backlog=1024)
-    server = uvicorn.Server(uvicorn.Config(app, http=HttpToolsHeadWithBody, log_level="warning"))
-    serving = asyncio.ensure_future(server.serve(sockets=[listening]))
+    unit = create_agent_unit(AGENTS, store=f"sqlite:///{tmp_path / 'runs.db'}")
     try:
-        yield listening.getsockname()[1], app
+        async with uvicorn_on(unit, HttpToolsHeadWithBody) as port:
+            yield port, unit
     finally:
-        server.should_exit = True
-        await serving
-        listening.close()
-        await app.engine.aclose()
+        await unit.engine.aclose()
 
 
 BODY = b'{"input": {"order_id": "o-1"}}'
@@ -263,8 +267,7 @@ def test_the_servers_side_of_each_connection_has_nagle_off(loop: str) -> None:
     """An event is never held back by Nagle's algorithm on the server's side: each accepted socket
     has TCP_NODELAY, on uvloop (what built servers run) and on asyncio's loop, which sets it only
     when the listening socket says TCP (this one, made by ``socket.create_server``, does not)."""
-    if loop == "uvloop":
-        uvloop = pytest.importorskip("uvloop")
+    run = asyncio.run if loop == "asyncio" else pytest.importorskip("uvloop").run
     options: list[int] = []
 
     class Checked(HttpToolsHeadWithBody):
@@ -273,16 +276,9 @@ def test_the_servers_side_of_each_connection_has_nagle_off(loop: str) -> None:
             options.append(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
 
     async def main() -> None:
-        listening = socket.create_server(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, http=Checked, log_level="warning"))
-        serving = asyncio.ensure_future(server.serve(sockets=[listening]))
-        try:
-            received = await asyncio.to_thread(get, listening.getsockname()[1])
-        finally:
-            server.should_exit = True
-            await serving
-            listening.close()
+        async with uvicorn_on(app, Checked) as port:
+            received = await asyncio.to_thread(get, port)
         assert received.endswith(b"0\r\n\r\n")
 
-    asyncio.run(main()) if loop == "asyncio" else uvloop.run(main())
+    run(main())
     assert len(options) == 1 and options[0] != 0, options
