@@ -123,6 +123,24 @@ _SET_COLUMNS = ", ".join(f"{name} = ?" for name in _CHANGING)
 _UPDATE_RUN = f"UPDATE runs SET {_SET_COLUMNS} WHERE id = ? AND version = ?"
 
 
+def _to_wal(db: sqlite3.Connection, seconds: float) -> None:
+    """``PRAGMA journal_mode = WAL``, waited for up to ``seconds`` like every other statement.
+
+    While another connection turns a new file to WAL (two servers starting together on a fresh
+    store), SQLite answers the pragma SQLITE_BUSY at once, without calling its busy handler."""
+    deadline = time.monotonic() + seconds
+    wait = _FIRST_WAIT
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(wait)  # at start, before any request: nothing else waits on this thread yet
+        wait = min(wait * 2, _LONGEST_WAIT)
+
+
 class SQLiteStore:
     """``sqlite:///path.db?synchronous=normal&busy_timeout=5000``."""
 
@@ -152,7 +170,7 @@ class SQLiteStore:
             self._cursor = self._db.cursor()
             # Opening waits in SQLite (once, at start: no request is waiting yet); every call after it waits in _retry.
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            _to_wal(self._db, self.busy_timeout)
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             if self._db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:  # a read: no lock taken
                 with self._write():
