@@ -12,7 +12,8 @@ a step still running has not journaled it, so the step runs again on recovery, a
 
 A function that returned within microseconds last time is waited for on the spot, at most
 :data:`QUICK_WAIT`, with the GIL released: its result skips the loop's wake-up socket and a turn
-of the loop (measured: sync no-op steps 12% faster). Blocking work is never waited for this way.
+of the loop. Blocking work is never waited for this way, and a function that once outlasted the
+wait is never waited for again.
 """
 
 from __future__ import annotations
@@ -28,24 +29,28 @@ from collections.abc import Callable
 from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["MAX_THREADS", "QUICK_WAIT", "run_in_thread"]
+__all__ = ["MAX_THREADS", "QUICK_RUN", "QUICK_WAIT", "run_in_thread"]
 
 MAX_THREADS = 32
 """Sync steps running at once in one process; more wait for a thread."""
 
-QUICK_WAIT = 0.0002
-"""Seconds the loop waits on the spot for a function whose last call returned within a quarter of it.
+QUICK_WAIT = 0.005
+"""Seconds the loop waits on the spot, at most, for a function whose last call returned within :data:`QUICK_RUN`.
 
 Handing a result back through the loop (a write to its wake-up socket, a turn of the loop, the
-GIL passed back and forth) cost a no-op sync step about 30 µs more on a virtual machine; a
-function that returns in microseconds (a dict lookup, a local computation) is waited for instead.
-One that took longer last time (any blocking client call) is not, so the wait is spent in vain at
-most once each time a quick function turns slow, and only when an idle thread takes the call.
-Functions are told apart by their code: every closure made by one ``lambda`` shares its record.
-After the wait the loop still needs the GIL back, as it always does beside a worker thread
-running Python (up to ``sys.getswitchinterval()``, 5 ms by default, if that thread computes)."""
+GIL passed back and forth) costs a no-op sync step more than the wait does. The wait is as long as
+a 250 Hz kernel tick and the GIL's own switch interval on purpose: a timed wait that ends before the
+CPU's next tick arms a timer of its own, and in a virtual machine reprogramming the timer traps to
+the hypervisor (measured: a 0.2 ms wait cost a no-op sync step 12 to 25 µs more than a 5 ms one, on
+a host whose idle CPUs poll). A function that returns late (a cache miss that goes to the network)
+stalls the loop this long once, then is never waited for again: so the loop loses at most one wait
+per step function, while a quick one saves a thread wake-up on every call. The loop stalls this
+long already whenever a worker thread computing in Python holds the GIL."""
 
-_QUICK_RUN = QUICK_WAIT / 4
+QUICK_RUN = 0.00005
+"""Seconds within which a call must have returned for the next call of its function to be waited for.
+Functions are told apart by their code: every closure made by one ``lambda`` shares its record."""
+
 _MAX_QUICK = 10_000  # functions remembered as quick; past this all are forgotten
 
 
@@ -70,7 +75,8 @@ _threads = 0
 _idle = 0  # threads waiting for a call
 _waiting = 0  # calls queued with no thread to take them (all MAX_THREADS busy)
 _pid = os.getpid()
-_quick: set[CodeType] = set()  # functions whose last call returned within _QUICK_RUN
+_quick: set[CodeType] = set()  # functions whose last call returned within QUICK_RUN
+_late: set[CodeType] = set()  # functions that once outlasted a wait on the spot: never waited for again
 
 
 def _code(fn: Callable[..., Any]) -> CodeType | None:
@@ -102,7 +108,7 @@ def _work() -> None:
             error = exc
         code = _code(call.fn)
         if code is not None:
-            if time.perf_counter() - started < _QUICK_RUN:
+            if time.perf_counter() - started < QUICK_RUN:
                 if len(_quick) >= _MAX_QUICK:
                     _quick.clear()
                 _quick.add(code)
@@ -158,7 +164,7 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     call = _Call(fn, args, asyncio.get_running_loop())
     future = call.future
     code = _code(fn)
-    quick = _reserve() and code is not None and code in _quick
+    quick = _reserve() and code is not None and code in _quick and code not in _late
     if quick:
         waiter = call.waiter = threading.Lock()
         waiter.acquire()
@@ -167,6 +173,10 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         with _lock:
             if call.outcome is None:  # still running: the result comes through the loop
                 call.waiter = None
+                if code is not None:  # always, when waited for: only plain functions are
+                    if len(_late) >= _MAX_QUICK:
+                        _late.clear()
+                    _late.add(code)
                 return future
     if call.outcome is not None:
         _deliver(future, *call.outcome)

@@ -102,7 +102,7 @@ async def test_a_function_that_returned_quickly_is_waited_for_on_the_spot() -> N
     def quick() -> int:
         return 7
 
-    # The wait on the spot is 0.2 ms: on a loaded machine the thread may not be scheduled within
+    # The wait on the spot is 5 ms: on a loaded machine the thread may not be scheduled within
     # it (then the call goes on through the loop, as any call does). The guarantee is that a quick
     # call *can* come back done, with no turn of the loop: seen at least once in 200 tries.
     for _ in range(200):
@@ -133,6 +133,34 @@ async def test_a_quick_function_that_turns_slow_stalls_the_loop_at_most_the_quic
     again = threads.run_in_thread(sometimes_slow)  # slow last time: not waited for at all
     assert not again.done() and loop.time() - started < 0.1
     assert await again == "done"
+
+
+async def test_a_function_that_once_outlasted_the_wait_is_never_waited_for_again() -> None:
+    late = threading.Event()
+
+    def sometimes_late() -> str:
+        if late.is_set():
+            time.sleep(threads.QUICK_WAIT * 4)
+        return "done"
+
+    for _ in range(200):  # until a call comes back done on the spot: the function is known as quick
+        assert await threads.run_in_thread(sometimes_late) == "done"
+        call = threads.run_in_thread(sometimes_late)
+        if call.done():
+            break
+        assert await call == "done"
+    assert call.done()
+    late.set()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    call = threads.run_in_thread(sometimes_late)  # waited for on the spot, in vain
+    assert not call.done() and loop.time() - started >= threads.QUICK_WAIT * 0.9
+    assert await call == "done"
+    late.clear()
+    for _ in range(50):  # quick again every time, and never waited for: each result comes through the loop
+        call = threads.run_in_thread(sometimes_late)
+        assert not call.done()
+        assert await call == "done"
 
 
 async def test_many_quick_calls_at_once_each_get_their_own_result() -> None:
