@@ -27,6 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from idle_poll import idle_policy
+from thread_hop import round_trips
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 PEERS = BENCH / "peers"
@@ -331,6 +334,43 @@ def us(per_sec: float | None) -> str:
     return "-" if not per_sec else f"{1e6 / per_sec:.1f} µs"
 
 
+@dataclass
+class Hops:
+    """The bare thread round trip (``bench/thread_hop.py``), as scheduled and on one core, in µs (wall)."""
+
+    scheduled: float
+    one_core: float | None
+
+    def line(self) -> str:
+        one = "" if self.one_core is None else f", {self.one_core:.1f} µs with both threads on one core"
+        return (
+            f"- Thread round trip (`bench/thread_hop.py`: the floor under a sync step's hop, no agent-unit code):"
+            f" {self.scheduled:.1f} µs as scheduled{one}"
+        )
+
+
+def thread_hops(n: int = 20_000) -> Hops:
+    """The host's thread round trip, median of three: what a sync step pays before agent-unit does anything."""
+    scheduled = statistics.median(round_trips(n)[0] for _ in range(3))
+    one_core = None
+    if hasattr(os, "sched_setaffinity"):
+        one_core = statistics.median(round_trips(n, pinned=True)[0] for _ in range(3))
+    return Hops(scheduled, one_core)
+
+
+def hop_ceiling(au_steps: Outcome | None, hops: Hops | None) -> list[str]:
+    """The sync ratio this host allows at best: an async step plus one bare thread round trip, nothing else."""
+    if au_steps is None or not au_steps.median or hops is None:
+        return []
+    step = 1e6 / au_steps.median
+    return [
+        f"A sync step's function runs in a worker thread, so it costs at least an async step ({step:.1f} µs here) plus"
+        f" the host's thread round trip ({hops.scheduled:.1f} µs, Machine above): on this host sync steps can reach at"
+        f" most {step / (step + hops.scheduled):.2f} of async while the function runs in a thread.",
+        "",
+    ]
+
+
 def report(
     outcomes: dict[str, Outcome],
     settings: Settings,
@@ -339,6 +379,7 @@ def report(
     elapsed: float,
     profile: dict[str, Any] | None,
     syncs: list[float],
+    hops: Hops | None = None,
 ) -> str:
     o = outcomes.get
     lines: list[str] = [
@@ -363,6 +404,8 @@ def report(
         f" median ({min(syncs):.2f} to {max(syncs):.2f} ms, {len(syncs)} samples before and after the cases)"
         if syncs
         else "- Disk: fdatasync not measured",
+        f"- Idle CPUs: {idle_policy()}",
+        hops.line() if hops else "- Thread round trip: not measured",
         "",
         "## Settings",
         "",
@@ -531,6 +574,7 @@ def report(
             None if sync_commits is None else sync_commits <= settings.steps + 2,
         ),
         "",
+        *hop_ceiling(au_steps, hops),
         "The same ratios at FULL, and against DBOS as shipped (for information, not targets):",
         "",
         "| comparison | ratio |",
@@ -688,7 +732,8 @@ def where_time_goes(outcomes: dict[str, Outcome], settings: Settings, profile: d
             "A sync step function runs in a worker thread (as FastAPI runs `def` endpoints), so blocking work never"
             " stalls the event loop or the lease renewal; the *sync no-op steps* row shows what the thread hop"
             " costs on a no-op (two thread wake-ups; a function that returned within 50 µs last time is waited"
-            " for on the spot, at most 200 µs, so its result skips a turn of the loop). Its STEP_STARTED waits"
+            " for on the spot, at most 5 ms, so its result skips a turn of the loop, and one that once outlasted"
+            " that wait is never waited for again). Its STEP_STARTED waits"
             " 50 ms before it is written on its own, so a fast sync step is one commit, as an async one is.",
             "",
         ]
@@ -729,6 +774,7 @@ def main() -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="agent-unit-bench-") as tmp:
         syncs = fdatasync_ms(Path(tmp))
+        hops = thread_hops()
         outcomes = measure(selected, settings, peers, Path(tmp))
         syncs += fdatasync_ms(Path(tmp))
         print(f"fdatasync: {statistics.median(syncs):.2f} ms median", file=sys.stderr)
@@ -750,7 +796,7 @@ def main() -> int:
     kept = ""
     if args.output.exists() and HTTP_MARKER in (previous := args.output.read_text()):
         kept = "\n" + previous[previous.index(HTTP_MARKER) :]
-    text = report(outcomes, settings, peers, command, elapsed, profile, syncs)
+    text = report(outcomes, settings, peers, command, elapsed, profile, syncs, hops)
     args.output.write_text(text.rstrip("\n") + "\n" + kept)
     print(f"wrote {args.output} in {elapsed:.0f} s", file=sys.stderr)
     return 0
