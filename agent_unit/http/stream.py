@@ -3,8 +3,8 @@
 The REST route frames these as SSE messages (``id`` = seq), A2A turns them into task updates
 and AG-UI into one AG-UI run; each translates the stored event itself, and none reads SSE
 text back. A stream ends when the run ends, or parks (unless it follows), and yields a
-:data:`KEEP_ALIVE` marker when nothing happened for ``keepalive`` seconds, so the protocol
-can write whatever its transport needs to keep the connection open.
+:data:`KEEP_ALIVE` marker when nothing happened for a while (never more than ``keepalive``
+seconds apart), so the protocol can write whatever its transport needs to keep the connection open.
 """
 
 from __future__ import annotations
@@ -86,16 +86,17 @@ async def read_stream(
             idle = 0.0
             continue
         # While the store's subscription hears every write, a notification wakes the reader: it
-        # reads again only to send a keep-alive. Either way at a random point of the interval, so
-        # streams opened together (a burst of followers) do not read the store together ever after.
-        interval = keepalive if engine.tail.hearing else poll_interval
-        timeout = min(interval * random.uniform(0.5, 1.0), keepalive - idle)
+        # reads again only to send a keep-alive. Every wait ends at a random point of its interval,
+        # never at a fixed time since the stream opened: streams opened together (a burst of
+        # followers) then never read the store together again, at a keep-alive or otherwise.
+        interval = min(keepalive if engine.tail.hearing else poll_interval, keepalive)
+        timeout = interval * random.uniform(0.5, 1.0)
         woken = await _first(waiter, stop, timeout)
         if woken:
             idle = 0.0
         else:
             idle += timeout
-            if idle >= keepalive:
+            if idle + interval > keepalive:  # the next wait could outlast the keep-alive interval
                 idle = 0.0
                 yield KEEP_ALIVE
 
