@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +147,12 @@ def test_a_moved_server_build_runs_its_task_on_its_own_scheduler(
     finally:
         server.terminate()
         server.wait(timeout=20)
-    assert [line.split()[0] for line in ran(log)].count("every-minute") == 1
+    lines = ran(log)
+    assert len(set(lines)) == len(lines), lines  # no tick ran twice
+    ticks = [datetime.fromisoformat(line.split()[1]) for line in lines if line.startswith("every-minute ")]
+    # The tick caught up at start, and the next one only if the minute turned before the server stopped
+    # (a loaded machine can take that long to see the first line).
+    assert ticks in ([ticks[0]], [ticks[0], ticks[0] + timedelta(minutes=1)]), lines
 
 
 def test_the_lambda_template_has_one_schedule_per_task_and_passes_cfn_lint(
