@@ -48,18 +48,26 @@ def run(phoenix: Phoenix, *args: str) -> str:
     return done.stdout.strip()
 
 
-def spans_of(phoenix: Phoenix, run_id: str, count: int) -> list[dict[str, Any]]:
-    """The spans of the run's trace, once Phoenix has stored at least ``count`` of them."""
-    deadline = time.monotonic() + 30
+def spans_of(phoenix: Phoenix, run_id: str, roots: set[str]) -> list[dict[str, Any]]:
+    """The spans of the run's trace, once Phoenix has stored the spans named ``roots`` and its count held for 1 s.
+
+    Each process exports its spans as it exits and Phoenix stores them in the background, so a
+    count alone is reached by the first process's spans before the second's are in: wait for
+    both processes' root spans, then for the trace to stop growing.
+    """
+    deadline = time.monotonic() + 60
+    seen = -1
     while True:
         spans = phoenix.spans()
         traces = {
             span["context"]["trace_id"] for span in spans if span["attributes"].get("agent_unit.run.id") == run_id
         }
         found = [span for span in spans if span["context"]["trace_id"] in traces]
-        if len(found) >= count or time.monotonic() > deadline:
+        complete = roots <= {span["name"] for span in found}
+        if (complete and len(found) == seen) or time.monotonic() > deadline:
             return found
-        time.sleep(0.5)
+        seen = len(found) if complete else -1
+        time.sleep(1.0)
 
 
 def test_phoenix_receives_a_pydantic_ai_run_as_one_trace_with_genai_attributes(
@@ -69,7 +77,7 @@ def test_phoenix_receives_a_pydantic_ai_run_as_one_trace_with_genai_attributes(
     run_id = run(phoenix, "start", str(db))
     run(phoenix, "resume", str(db), run_id)
 
-    spans = spans_of(phoenix, run_id, 8)
+    spans = spans_of(phoenix, run_id, {"run support", "resume support"})
     assert len({span["context"]["trace_id"] for span in spans}) == 1  # both processes, one trace
     by_id = {span["context"]["span_id"]: span for span in spans}
     (first,) = [span for span in spans if span["name"] == "run support"]
