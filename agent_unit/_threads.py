@@ -10,10 +10,22 @@ an idle thread through one queue and the result back with one ``call_soon_thread
 one to finish below that), stay for the next step, and are daemons: a process that exits with
 a step still running has not journaled it, so the step runs again on recovery, as after a crash.
 
-A function that returned within microseconds last time is waited for on the spot, at most
-:data:`QUICK_WAIT`, with the GIL released: its result skips the loop's wake-up socket and a turn
-of the loop. Blocking work is never waited for this way, and a function that once outlasted the
-wait is never waited for again.
+A function that returned within microseconds last time goes to one thread kept for such calls,
+and the loop waits for it on the spot, at most :data:`QUICK_WAIT`: its result skips the loop's
+wake-up socket and a turn of the loop. Blocking work is never waited for this way, and a function
+that once outlasted the wait is never waited for again. Two things make that hop cheap:
+
+- On Linux the quick thread runs on the loop's own core (its affinity follows the core the loop
+  is on). The loop waits while the call runs, so nothing that could have used another core runs
+  beside it; a thread on another core would be woken there and would wake the loop's core in turn,
+  and a virtual machine whose idle cores halt pays each wake-up as an interrupt between its
+  virtual CPUs: about 30 µs, more than a whole async step.
+- The call and its result are signalled through a socket pair, whose send and receive release the
+  GIL before they wake the other side: the woken thread finds the GIL free instead of waking,
+  finding it held and sleeping again (a queue's put and a lock's release wake while holding it).
+
+A call that outlasts the wait unpins the quick thread, so a function turned slow never shares the
+loop's core.
 """
 
 from __future__ import annotations
@@ -23,6 +35,9 @@ import contextlib
 import contextvars
 import os
 import queue
+import socket
+import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -52,12 +67,13 @@ QUICK_RUN = 0.00005
 Functions are told apart by their code: every closure made by one ``lambda`` shares its record."""
 
 _MAX_QUICK = 10_000  # functions remembered as quick; past this all are forgotten
+_GO = b"\0"  # one byte each way per quick call; the loop's end closing stops the thread
 
 
 class _Call:
-    """One call handed to a worker; ``waiter`` and ``outcome`` change only under ``_lock``."""
+    """One call handed to a worker; ``waited`` and ``outcome`` change only under ``_lock``."""
 
-    __slots__ = ("args", "context", "fn", "future", "loop", "outcome", "waiter")
+    __slots__ = ("args", "context", "fn", "future", "loop", "outcome", "waited")
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], loop: asyncio.AbstractEventLoop) -> None:
         self.context = contextvars.copy_context()
@@ -65,7 +81,7 @@ class _Call:
         self.args = args
         self.loop = loop
         self.future: asyncio.Future[Any] = loop.create_future()
-        self.waiter: threading.Lock | None = None  # held while the loop waits on the spot
+        self.waited = False  # the loop waits on the spot: it takes the outcome itself
         self.outcome: tuple[Any, BaseException | None] | None = None
 
 
@@ -74,9 +90,78 @@ _lock = threading.Lock()
 _threads = 0
 _idle = 0  # threads waiting for a call
 _waiting = 0  # calls queued with no thread to take them (all MAX_THREADS busy)
-_pid = os.getpid()
 _quick: set[CodeType] = set()  # functions whose last call returned within QUICK_RUN
 _late: set[CodeType] = set()  # functions that once outlasted a wait on the spot: never waited for again
+
+
+class _QuickThread:
+    """The thread kept for quick calls: one call at a time, handed over and answered through a socket pair."""
+
+    def __init__(self) -> None:
+        self.ours, theirs = socket.socketpair()
+        if sys.platform.startswith("linux") and struct.calcsize("ll") == 16:  # a 64-bit struct timeval
+            # The kernel's own receive timeout: one system call a wait (a socket timeout polls first).
+            self.ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, int(QUICK_WAIT * 1e6)))
+        else:
+            self.ours.settimeout(QUICK_WAIT)
+        self.call: _Call | None = None  # the call handed over, set before the byte that announces it
+        self.busy = False
+        self.core = -1  # the core it is pinned to; -1: any
+        thread = threading.Thread(target=self._serve, args=(theirs,), name="agent-unit-step-quick", daemon=True)
+        thread.start()
+        self.native_id = thread.native_id  # the kernel's id of the thread, set once it has started
+
+    def _serve(self, theirs: socket.socket) -> None:
+        while theirs.recv(1) == _GO:
+            call, self.call = self.call, None
+            assert call is not None
+            result, error = _run(call)
+            with _lock:
+                waited = call.waited
+                if waited:  # the loop waits on the spot: it takes the outcome, then frees this thread
+                    call.outcome = (result, error)
+                else:
+                    self.busy = False
+            if not waited:
+                _hand_back(call, result, error)
+            del call, result, error  # an idle thread keeps nothing of the call it ran alive
+            if waited:
+                theirs.send(_GO)  # releases the GIL before it wakes the loop
+
+    def pin(self) -> None:
+        """Run on the core the caller runs on (Linux): the loop waits while this thread works."""
+        global _follow, _current_core
+        if not _follow or self.native_id is None:
+            return
+        try:
+            if _current_core is None:
+                import ctypes  # only in a process whose sync steps turned out quick
+
+                getcpu = ctypes.CDLL(None).sched_getcpu
+                getcpu.restype, getcpu.argtypes = ctypes.c_int, []
+                _current_core = getcpu
+            core = _current_core()
+            if core != self.core:
+                if core < 0:
+                    raise OSError("sched_getcpu failed")
+                os.sched_setaffinity(self.native_id, {core})
+                self.core = core
+        except (OSError, AttributeError):  # no sched_getcpu, or a sandbox that refuses: it runs anywhere
+            _follow = False
+            self.unpin()
+
+    def unpin(self) -> None:
+        """Run on any core the caller may run on again."""
+        if self.core != -1 and self.native_id is not None:
+            self.core = -1
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(self.native_id, os.sched_getaffinity(0))
+
+
+_quick_thread: _QuickThread | None = None
+_no_quick_thread = False  # set where a socket pair cannot be made
+_follow = sys.platform.startswith("linux") and hasattr(os, "sched_setaffinity")
+_current_core: Callable[[], int] | None = None  # sched_getcpu(3), loaded on first use
 
 
 def _code(fn: Callable[..., Any]) -> CodeType | None:
@@ -95,89 +180,145 @@ def _deliver(future: asyncio.Future[Any], result: Any, error: BaseException | No
         future.set_exception(error)
 
 
+def _run(call: _Call) -> tuple[Any, BaseException | None]:
+    """Run the call in its context; remember whether its function returned within QUICK_RUN."""
+    result: Any = None
+    error: BaseException | None = None
+    started = time.perf_counter()
+    try:
+        result = call.context.run(call.fn, *call.args)
+    except BaseException as exc:  # noqa: BLE001 - handed to the awaiting step, whatever it is
+        error = exc
+    code = _code(call.fn)
+    if code is not None:
+        if time.perf_counter() - started < QUICK_RUN:
+            if len(_quick) >= _MAX_QUICK:
+                _quick.clear()
+            _quick.add(code)
+        else:
+            _quick.discard(code)
+    return result, error
+
+
+def _hand_back(call: _Call, result: Any, error: BaseException | None) -> None:
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits the result any more
+        call.loop.call_soon_threadsafe(_deliver, call.future, result, error)
+
+
 def _work() -> None:
     global _idle, _waiting
     while True:
         call = _calls.get()
-        result: Any = None
-        error: BaseException | None = None
-        started = time.perf_counter()
-        try:
-            result = call.context.run(call.fn, *call.args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting step, whatever it is
-            error = exc
-        code = _code(call.fn)
-        if code is not None:
-            if time.perf_counter() - started < QUICK_RUN:
-                if len(_quick) >= _MAX_QUICK:
-                    _quick.clear()
-                _quick.add(code)
-            else:
-                _quick.discard(code)
-            del code
+        result, error = _run(call)
         with _lock:
             if _waiting:
                 _waiting -= 1  # this thread takes a call that waits in the queue
             else:
                 _idle += 1
-            waiter = call.waiter
-            if waiter is not None:  # the loop waits on the spot: it takes the outcome itself
-                call.outcome = (result, error)
-        if waiter is None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits the result any more
-                call.loop.call_soon_threadsafe(_deliver, call.future, result, error)
+        _hand_back(call, result, error)
         # Drop every reference before waiting for the next call: an idle thread must not keep a
-        # finished run (its context, result or error) alive. The waiter goes last, so the loop it
-        # wakes finds this thread about to wait, not holding the GIL.
+        # finished run (its context, result or error) alive.
         del call, result, error
-        if waiter is not None:
-            waiter.release()
-            del waiter
 
 
-def _reserve() -> bool:
-    """Take an idle thread for one call (True), or start one (up to MAX_THREADS; beyond, the call waits)."""
-    global _threads, _idle, _waiting, _pid
+def _forget_threads_after_fork() -> None:
+    """In a forked child, which has none of its parent's threads, nor a lock one of them held."""
+    global _lock, _threads, _idle, _waiting, _quick_thread
+    if _quick_thread is not None:
+        _quick_thread.ours.close()  # the child's copy; the parent's thread is not here
+    _lock, _threads, _idle, _waiting, _quick_thread = threading.Lock(), 0, 0, 0, None
+    while not _calls.empty():
+        _calls.get_nowait()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_threads_after_fork)
+
+
+def _reserve() -> None:
+    """Take an idle thread for one call, or start one (up to MAX_THREADS; beyond, the call waits)."""
+    global _threads, _idle, _waiting
     with _lock:
-        if _pid != os.getpid():  # a forked child has none of its parent's threads
-            _pid, _threads, _idle, _waiting = os.getpid(), 0, 0, 0
-            while not _calls.empty():
-                _calls.get_nowait()
         if _idle:
             _idle -= 1
-            return True
+            return
         if _threads >= MAX_THREADS:
             _waiting += 1
-            return False
+            return
         _threads += 1
         name = f"agent-unit-step-{_threads}"
     threading.Thread(target=_work, name=name, daemon=True).start()
-    return False
+
+
+def _reserve_quick_thread() -> _QuickThread | None:
+    """The thread kept for quick calls, started on first use; None while it runs another call."""
+    global _quick_thread, _no_quick_thread
+    with _lock:
+        if _quick_thread is not None:
+            if _quick_thread.busy:
+                return None
+            _quick_thread.busy = True
+            return _quick_thread
+    if _no_quick_thread:
+        return None
+    try:
+        started = _QuickThread()
+    except OSError:  # no socket pair here (a sandbox): quick calls go to the pool like any other
+        _no_quick_thread = True
+        return None
+    with _lock:
+        if _quick_thread is not None:  # another loop's thread started one meanwhile: use the pool
+            return None
+        _quick_thread = started
+        started.busy = True
+        return started
 
 
 def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     """``fn(*args)`` in a worker thread, in a copy of the caller's context; await the result.
 
-    A function that returned quickly last time, given to an idle thread, is waited for on the spot
-    (at most :data:`QUICK_WAIT`): the future comes back done and awaiting it takes no turn of the loop.
+    A function that returned quickly last time is handed to the thread kept for quick calls and
+    waited for on the spot, at most :data:`QUICK_WAIT`: the future comes back done and awaiting it
+    takes no turn of the loop.
     """
     call = _Call(fn, args, asyncio.get_running_loop())
-    future = call.future
     code = _code(fn)
-    quick = _reserve() and code is not None and code in _quick and code not in _late
-    if quick:
-        waiter = call.waiter = threading.Lock()
-        waiter.acquire()
-    _calls.put(call)
-    if quick and not waiter.acquire(timeout=QUICK_WAIT):
+    quick = None if code is None or code not in _quick or code in _late else _reserve_quick_thread()
+    if quick is None:
+        _reserve()
+        _calls.put(call)
+        return call.future
+    quick.pin()
+    call.waited = True
+    quick.call = call
+    quick.ours.send(_GO)  # releases the GIL before it wakes the thread
+    try:
+        quick.ours.recv(1)
+    except BaseException as stopped:  # the wait ran out (or a signal's exception: it goes on up)
         with _lock:
-            if call.outcome is None:  # still running: the result comes through the loop
-                call.waiter = None
-                if code is not None:  # always, when waited for: only plain functions are
-                    if len(_late) >= _MAX_QUICK:
-                        _late.clear()
-                    _late.add(code)
-                return future
-    if call.outcome is not None:
-        _deliver(future, *call.outcome)
-    return future
+            running = call.outcome is None
+            if running:  # the result comes through the loop; the thread frees itself
+                call.waited = False
+        if running:
+            quick.unpin()  # a function turned slow never shares the loop's core
+            if not isinstance(stopped, (TimeoutError, BlockingIOError)):
+                raise
+            if len(_late) >= _MAX_QUICK:
+                _late.clear()
+            _late.add(code)  # type: ignore[arg-type]  # not None: only plain functions are quick
+            return call.future
+        _take_answer(quick.ours)  # it finished as the wait ended: its byte is on its way
+        if not isinstance(stopped, (TimeoutError, BlockingIOError)):
+            quick.busy = False
+            raise
+    quick.busy = False
+    assert call.outcome is not None
+    _deliver(call.future, *call.outcome)
+    return call.future
+
+
+def _take_answer(ours: socket.socket) -> None:
+    while True:
+        with contextlib.suppress(TimeoutError, BlockingIOError):
+            ours.recv(1)
+            return

@@ -5,15 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import os
 import threading
 import time
+import warnings
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 
 from agent_unit import _threads as threads
 
 name: contextvars.ContextVar[str] = contextvars.ContextVar("name", default="none")
+T = TypeVar("T")
 
 
 async def test_a_call_returns_its_result_in_another_thread_with_the_callers_context() -> None:
@@ -171,3 +176,91 @@ async def test_many_quick_calls_at_once_each_get_their_own_result() -> None:
         assert await asyncio.gather(*(threads.run_in_thread(double, i) for i in range(50))) == [
             i * 2 for i in range(50)
         ]
+
+
+async def quick_call(fn: Callable[[], T]) -> tuple[T, threads._QuickThread]:
+    """``fn()`` once it is known as quick and handed to the quick thread, waited for on the spot."""
+    for _ in range(200):  # on a loaded machine a call may miss the wait; the guarantee is that one can meet it
+        await threads.run_in_thread(fn)  # learns (again) that it is quick
+        call = threads.run_in_thread(fn)
+        if call.done():
+            assert threads._quick_thread is not None
+            return call.result(), threads._quick_thread
+        await call
+    raise AssertionError("no call came back on the spot in 200 tries")
+
+
+linux_affinity = pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="Linux with two cores or more"
+)
+
+
+@linux_affinity
+async def test_a_quick_call_runs_on_the_loops_core_in_another_thread() -> None:
+    loop_thread = threading.get_ident()
+    (affinity, ident), quick = await quick_call(lambda: (os.sched_getaffinity(0), threading.get_ident()))
+    assert ident != loop_thread  # still a thread: a call that turns slow stalls the loop one wait at most
+    assert affinity == {quick.core}  # the core the loop ran on when it handed the call over
+    assert quick.core in os.sched_getaffinity(0)
+
+
+@linux_affinity
+async def test_a_quick_function_that_turns_slow_runs_on_any_core_again() -> None:
+    slow = threading.Event()
+    seen: list[set[int]] = []
+
+    def sometimes_slow() -> str:
+        if slow.is_set():
+            time.sleep(threads.QUICK_WAIT * 4)  # the loop has stopped waiting by now
+            seen.append(os.sched_getaffinity(0))
+        return "done"
+
+    _, quick = await quick_call(sometimes_slow)
+    assert quick.core != -1
+    slow.set()
+    assert await threads.run_in_thread(sometimes_slow) == "done"
+    assert seen == [os.sched_getaffinity(0)]  # not the loop's core alone: it may compute beside the loop
+    assert quick.core == -1
+
+
+async def test_quick_calls_from_loops_in_two_threads_each_get_their_own_results() -> None:
+    def square(i: int) -> int:
+        return i * i
+
+    def serve(offset: int) -> list[int]:
+        async def main() -> list[int]:
+            return [await threads.run_in_thread(square, offset + i) for i in range(300)]
+
+        return asyncio.run(main())
+
+    both = await asyncio.gather(*(asyncio.to_thread(serve, offset) for offset in (0, 1000)))
+    assert both == [[i * i for i in range(300)], [(1000 + i) ** 2 for i in range(300)]]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+async def test_a_forked_child_runs_quick_and_slow_calls_in_threads_of_its_own() -> None:
+    assert (await quick_call(lambda: 1))[0] == 1  # the parent has a quick thread and a pool
+    reader, writer = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12 warns of a fork in a process with threads: that is the case here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: none of the parent's threads, a fresh loop
+        try:
+
+            async def child() -> list[int]:
+                return [await threads.run_in_thread(lambda i=i: i, i) for i in range(50)] + [
+                    await threads.run_in_thread(time.sleep, 0.01) or 0
+                ]
+
+            got = asyncio.run(asyncio.wait_for(child(), 10))
+            os.write(writer, b"ok" if got == [*range(50), 0] else b"wrong")
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent, whatever it is
+            os.write(writer, repr(exc).encode()[:200])
+        finally:
+            os._exit(0)
+    os.close(writer)
+    loop = asyncio.get_running_loop()
+    answer = await loop.run_in_executor(None, os.read, reader, 256)
+    os.close(reader)
+    await loop.run_in_executor(None, os.waitpid, pid, 0)
+    assert answer == b"ok"
