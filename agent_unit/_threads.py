@@ -10,9 +10,10 @@ an idle thread through one queue and the result back with one ``call_soon_thread
 one to finish below that), stay for the next step, and are daemons: a process that exits with
 a step still running has not journaled it, so the step runs again on recovery, as after a crash.
 
-A function that returned within microseconds last time goes to one thread kept for such calls,
-and the loop waits for it on the spot, at most :data:`QUICK_WAIT`: its result skips the loop's
-wake-up socket and a turn of the loop. Blocking work is never waited for this way, and a function
+A function that returned within microseconds last time goes to one thread kept for such calls
+(to the pool, not waited for, while another loop's call holds that thread), and the loop waits for
+it on the spot, at most :data:`QUICK_WAIT`: its result skips the loop's wake-up socket and a turn
+of the loop. Blocking work is never waited for this way, and a function
 that once outlasted the wait is never waited for again. Two things make that hop cheap:
 
 - On Linux the quick thread runs on the loop's own core (its affinity follows the core the loop
@@ -267,11 +268,12 @@ def _reserve_quick_thread() -> _QuickThread | None:
         _no_quick_thread = True
         return None
     with _lock:
-        if _quick_thread is not None:  # another loop's thread started one meanwhile: use the pool
-            return None
-        _quick_thread = started
-        started.busy = True
-        return started
+        if _quick_thread is None:
+            _quick_thread = started
+            started.busy = True
+            return started
+    started.ours.close()  # another loop's thread started one meanwhile: this one's thread sees the end and stops
+    return None
 
 
 def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
@@ -291,7 +293,13 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     quick.pin()
     call.waited = True
     quick.call = call
-    quick.ours.send(_GO)  # releases the GIL before it wakes the thread
+    try:
+        quick.ours.send(_GO)  # releases the GIL before it wakes the thread
+    except OSError:  # cannot happen short of a closed socket: the call goes to the pool, as any call
+        quick.call, quick.busy, call.waited = None, False, False
+        _reserve()
+        _calls.put(call)
+        return call.future
     try:
         quick.ours.recv(1)
     except BaseException as stopped:  # the wait ran out (or a signal's exception: it goes on up)

@@ -206,21 +206,23 @@ async def test_a_quick_call_runs_on_the_loops_core_in_another_thread() -> None:
 
 @linux_affinity
 async def test_a_quick_function_that_turns_slow_runs_on_any_core_again() -> None:
-    slow = threading.Event()
+    slow, release = threading.Event(), threading.Event()
     seen: list[set[int]] = []
 
     def sometimes_slow() -> str:
         if slow.is_set():
-            time.sleep(threads.QUICK_WAIT * 4)  # the loop has stopped waiting by now
+            release.wait(10)  # until the loop has stopped waiting for it
             seen.append(os.sched_getaffinity(0))
         return "done"
 
     _, quick = await quick_call(sometimes_slow)
     assert quick.core != -1
     slow.set()
-    assert await threads.run_in_thread(sometimes_slow) == "done"
+    call = threads.run_in_thread(sometimes_slow)  # the wait runs out: the loop goes on
+    assert not call.done() and quick.core == -1
+    release.set()
+    assert await call == "done"
     assert seen == [os.sched_getaffinity(0)]  # not the loop's core alone: it may compute beside the loop
-    assert quick.core == -1
 
 
 async def test_quick_calls_from_loops_in_two_threads_each_get_their_own_results() -> None:
