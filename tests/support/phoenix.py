@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from .server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,13 +26,6 @@ def phoenix_bin() -> Path | None:
     given = os.environ.get("PHOENIX_BIN")
     found = Path(given) if given else ROOT / ".venv-phoenix" / "bin" / "phoenix"
     return found if found.exists() else None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Phoenix:

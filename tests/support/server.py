@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -17,10 +19,31 @@ from . import fetch
 ROOT = Path(__file__).resolve().parents[2]
 
 
+_PORTS_FROM = 20_000  # below the range Linux hands out for outgoing connections (32768 and up)
+_PORTS_EACH = 1_000  # ports of one test worker: gw0 from 20,000, gw1 from 21,000...
+_next_port = itertools.count(random.randrange(_PORTS_EACH))  # a subprocess starts elsewhere in the block
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free now on 127.0.0.1, from a block of ports of this test worker's own.
+
+    A port the kernel picks for ``bind(("127.0.0.1", 0))`` and that is closed again can be taken
+    by another worker's server or an outgoing connection before the server meant for it binds it:
+    seen in CI, where a server failed to bind and its test talked to another test's server. Each
+    worker takes ports from its own block, below the kernel's range for outgoing connections, and
+    skips any that is in use.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
+    first = _PORTS_FROM + (int(worker) % 12 if worker.isdigit() else 0) * _PORTS_EACH
+    for _ in range(_PORTS_EACH):
+        port = first + next(_next_port) % _PORTS_EACH
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {first}-{first + _PORTS_EACH - 1}")
 
 
 def wait_until_up(url: str, timeout: float = 30) -> dict[str, object]:

@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -15,15 +14,10 @@ from typing import Any
 import httpx
 
 from ...support import fetch
+from ...support.server import free_port
 from .runtime import Toolchain, for_dev, python_modules
 
 SECRET = "s3cret"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class WranglerDev:
