@@ -25,8 +25,9 @@ that once outlasted the wait is never waited for again. Two things make that hop
   GIL before they wake the other side: the woken thread finds the GIL free instead of waking,
   finding it held and sleeping again (a queue's put and a lock's release wake while holding it).
 
-A call that outlasts the wait unpins the quick thread, so a function turned slow never shares the
-loop's core.
+A call that outlasts the wait unpins the quick thread, so a function turned slow does not stay on the
+loop's core; threads a pinned call starts are unpinned once it returns. (A process it starts keeps
+the pin; starting one takes milliseconds, so a quick function starts one only on a rare path.)
 """
 
 from __future__ import annotations
@@ -113,10 +114,16 @@ class _QuickThread:
         self.native_id = thread.native_id  # the kernel's id of the thread, set once it has started
 
     def _serve(self, theirs: socket.socket) -> None:
+        anywhere = os.sched_getaffinity(0) if _follow else set()  # before any pin
         while theirs.recv(1) == _GO:
             call, self.call = self.call, None
             assert call is not None
+            pinned, threads = self.core, threading.active_count()
             result, error = _run(call)
+            if pinned != -1 and threading.active_count() > threads:
+                _free_threads_pinned_to(pinned, anywhere)
+            if _quick_thread is not self:  # a forked child's copy of this thread: the socket is the parent's
+                return
             with _lock:
                 waited = call.waited
                 if waited:  # the loop waits on the spot: it takes the outcome, then frees this thread
@@ -147,7 +154,7 @@ class _QuickThread:
                     raise OSError("sched_getcpu failed")
                 os.sched_setaffinity(self.native_id, {core})
                 self.core = core
-        except (OSError, AttributeError):  # no sched_getcpu, or a sandbox that refuses: it runs anywhere
+        except (OSError, AttributeError, ImportError):  # no ctypes or sched_getcpu, or a sandbox that refuses
             _follow = False
             self.unpin()
 
@@ -157,6 +164,19 @@ class _QuickThread:
             self.core = -1
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(self.native_id, os.sched_getaffinity(0))
+
+
+def _free_threads_pinned_to(core: int, anywhere: set[int]) -> None:
+    """Let the threads a quick call started run anywhere: a thread inherits the affinity of the one
+    that starts it, here the quick thread's pin to the loop's core (a pool that grew in the call,
+    a library's background thread). Called only when the call left more threads than it found."""
+    for thread in threading.enumerate():
+        native_id = thread.native_id
+        if native_id is None or native_id == threading.get_native_id():
+            continue
+        with contextlib.suppress(OSError):  # it may have ended meanwhile
+            if os.sched_getaffinity(native_id) == {core}:
+                os.sched_setaffinity(native_id, anywhere)
 
 
 _quick_thread: _QuickThread | None = None

@@ -225,6 +225,28 @@ async def test_a_quick_function_that_turns_slow_runs_on_any_core_again() -> None
     assert seen == [os.sched_getaffinity(0)]  # not the loop's core alone: it may compute beside the loop
 
 
+@linux_affinity
+async def test_a_thread_a_quick_call_starts_is_not_left_on_the_loops_core() -> None:
+    start_a_thread, release = threading.Event(), threading.Event()
+    started: list[threading.Thread] = []
+
+    def sometimes_starts_a_thread() -> int:
+        if start_a_thread.is_set():  # a pool growing, a library's background thread
+            thread = threading.Thread(target=release.wait, args=(10,), daemon=True)
+            thread.start()
+            started.append(thread)
+        return 1
+
+    await quick_call(sometimes_starts_a_thread)  # its next call goes to the quick thread, pinned
+    start_a_thread.set()
+    try:
+        assert await threads.run_in_thread(sometimes_starts_a_thread) == 1
+        assert started[0].native_id is not None
+        assert os.sched_getaffinity(started[0].native_id) == os.sched_getaffinity(0)  # free, not the loop's core
+    finally:
+        release.set()
+
+
 async def test_quick_calls_from_loops_in_two_threads_each_get_their_own_results() -> None:
     def square(i: int) -> int:
         return i * i
