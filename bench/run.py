@@ -363,19 +363,19 @@ def hop_ceiling(au_steps: Outcome | None, hops: Hops | None) -> list[str]:
     if au_steps is None or not au_steps.median or hops is None:
         return []
     step = 1e6 / au_steps.median
-    lines = [
-        f"A sync step's function runs in a worker thread, so it costs at least an async step ({step:.1f} µs here)"
-        f" plus a thread round trip (Machine above). To a thread on another core ({hops.scheduled:.1f} µs) that"
-        f" allows sync steps at most {step / (step + hops.scheduled):.2f} of async;"
-    ]
     if hops.one_core is None:
-        lines[0] += " quick functions go to a thread kept on the loop's core where the OS lets a thread be pinned."
+        quick = " quick functions go to a thread kept on the loop's core where the OS lets a thread be pinned."
     else:
-        lines[0] += (
+        quick = (
             f" a quick function goes to a thread kept on the loop's core ({hops.one_core:.1f} µs there and back),"
             f" which allows at most {step / (step + hops.one_core):.2f}."
         )
-    return [*lines, ""]
+    return [
+        f"A sync step's function runs in a worker thread, so it costs at least an async step ({step:.1f} µs here)"
+        f" plus a thread round trip (Machine above). To a thread on another core ({hops.scheduled:.1f} µs) that"
+        f" allows sync steps at most {step / (step + hops.scheduled):.2f} of async;{quick}",
+        "",
+    ]
 
 
 def report(
