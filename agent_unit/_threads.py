@@ -310,11 +310,18 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         _reserve()
         _calls.put(call)
         return call.future
-    quick.pin()
+    try:
+        quick.pin()
+    except BaseException:  # a signal's exception (KeyboardInterrupt) before the hand-over: nothing was sent
+        quick.busy = False
+        raise
     call.waited = True
     quick.call = call
     try:
-        quick.ours.send(_GO)  # releases the GIL before it wakes the thread
+        # Releases the GIL before it wakes the thread. Nothing but OSError is caught here: a signal's
+        # exception may come as the call returns, after the byte was sent; the thread then stays busy
+        # (quick calls go to the pool), never handed a second call while it runs the first.
+        quick.ours.send(_GO)
     except OSError:  # cannot happen short of a closed socket: the call goes to the pool, as any call
         quick.call, quick.busy, call.waited = None, False, False
         _reserve()

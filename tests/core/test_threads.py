@@ -288,3 +288,23 @@ async def test_a_forked_child_runs_quick_and_slow_calls_in_threads_of_its_own() 
     os.close(reader)
     await loop.run_in_executor(None, os.waitpid, pid, 0)
     assert answer == b"ok"
+
+
+async def test_a_signal_raised_before_the_hand_over_leaves_the_quick_thread_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def quick() -> int:
+        return 7
+
+    _, thread = await quick_call(quick)
+    pin = threads._QuickThread.pin
+
+    def interrupted(self: threads._QuickThread) -> None:
+        monkeypatch.setattr(threads._QuickThread, "pin", pin)  # once: as a Ctrl-C landing in pin() would
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threads._QuickThread, "pin", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        threads.run_in_thread(quick)
+    assert not thread.busy
+    assert (await quick_call(quick))[1] is thread  # the next quick call is handed to it, as before
