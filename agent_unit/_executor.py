@@ -202,6 +202,9 @@ class Executor:
                     ) from None
                 output = self._stored_output(record.agent, output)
             except Park as park:
+                # A park is how a run stops, not an error: its traceback (the agent's frames, this
+                # one among them, holding the park) is a cycle only the garbage collector would free.
+                park.__traceback__ = None
                 await execution.settle(self._engine.lease_ttl)  # journal steps still running beside the park first
                 outcome = park
             except BaseExceptionGroup as group:  # a framework's task group wrapped the park (or a failure)

@@ -175,21 +175,27 @@ class RunState:
     """Key-value state scoped to the run's thread (default), its agent, or the whole app."""
 
     def __init__(self, run: Run) -> None:
-        self._run = run
+        # What it needs of the run, not the run itself: ``run.state`` is this object, and a cycle
+        # would leave every execution's objects (record, journal, buffers) to the cyclic garbage
+        # collector instead of freeing them as the execution ends (measured: ~2% of a resume).
+        self._thread_id: str = run.thread_id
+        self._agent: str = run.agent
+        self._store = run._execution.store
+        self._signal: asyncio.Event = run.signal
 
     def _scope(self, scope: Scope, key: str) -> str:
         if not isinstance(key, str) or not jsontext.storable_name(key):
             raise UnstorableValue(f"state key {jsontext.scrub(repr(key))} cannot be stored: use a string without NUL")
         if scope == "thread":
-            return f"thread:{self._run.thread_id}"
+            return f"thread:{self._thread_id}"
         if scope == "agent":
-            return f"agent:{self._run.agent}"
+            return f"agent:{self._agent}"
         if scope == "app":
             return "app"
         raise ValueError(f"unknown state scope {scope!r}: use 'thread', 'agent' or 'app'")
 
     async def get(self, key: str, default: Any = None, *, scope: Scope = "thread") -> Any:
-        text = await self._reach(self._run._execution.store.get_state(self._scope(scope, key), key))
+        text = await self._reach(self._store.get_state(self._scope(scope, key), key))
         return default if text is None else json.loads(text)
 
     async def set(self, key: str, value: Any, *, scope: Scope = "thread") -> None:
@@ -199,10 +205,10 @@ class RunState:
             text, _ = jsontext.encode(value)
         except ValueError as exc:
             raise UnstorableValue(f"the value of state {key!r} cannot be stored as JSON: {exc}") from None
-        await self._reach(self._run._execution.store.set_state(where, key, text))
+        await self._reach(self._store.set_state(where, key, text))
 
     async def delete(self, key: str, *, scope: Scope = "thread") -> None:
-        await self._reach(self._run._execution.store.delete_state(self._scope(scope, key), key))
+        await self._reach(self._store.delete_state(self._scope(scope, key), key))
 
     async def _reach(self, call: Awaitable[T]) -> T:
         """A state call. A store out of reach stops this execution, as a failed commit does: the
@@ -210,7 +216,7 @@ class RunState:
         try:
             return await call
         except StoreUnavailable:
-            self._run.signal.set()
+            self._signal.set()
             raise Cancelled() from None
 
 
@@ -235,9 +241,9 @@ class Run:
         self.agent: str = record.agent
         self.attempt: int = record.attempt
         self.signal: asyncio.Event = execution.signal
+        self._execution = execution
         self.state = RunState(self)
         self.secrets = Secrets()
-        self._execution = execution
         self._journal = journal
         self._unreplayed = len(journal)
         self._seen: dict[str, int] = {}

@@ -695,3 +695,36 @@ def test_a_run_with_custom_events_and_steps_completes_on_a_loop_that_refuses_to_
     finally:
         loop.close()
     assert record.status == RunStatus.completed, record.error
+
+
+RUNS: list[Any] = []  # weak references to the Run objects agent code was handed
+
+
+@define_agent
+async def remembered(input: None, run: Run) -> str:
+    import weakref
+
+    RUNS.append(weakref.ref(run))
+    await run.step("load", lambda: "loaded")
+    await run.interrupt("approve")
+    return "done"
+
+
+async def test_an_execution_that_parks_or_ends_is_freed_without_the_garbage_collector() -> None:
+    """No reference cycle holds an execution's objects (its run, record, journal and buffers) once it
+    parks or ends: they are freed then, not left for the cyclic collector to find (a cost on every run)."""
+    import gc
+
+    unit = create_test_unit({"remembered": remembered})
+    RUNS.clear()
+    gc.collect()
+    gc.disable()
+    try:
+        parked = await unit.run("remembered")
+        await asyncio.sleep(0)  # the execution's task is forgotten by a callback of its own
+        assert [ref() for ref in RUNS] == [None]  # parked: the run the agent saw is gone already
+        done = await unit.resume(parked.id, True)
+        await asyncio.sleep(0)
+        assert done.output == "done" and [ref() for ref in RUNS] == [None, None]
+    finally:
+        gc.enable()
