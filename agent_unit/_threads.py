@@ -14,7 +14,8 @@ A function that returned within microseconds last time goes to one thread kept f
 (to the pool, not waited for, while another loop's call holds that thread), and the loop waits for
 it on the spot, at most :data:`QUICK_WAIT`: its result skips the loop's wake-up socket and a turn
 of the loop. Blocking work is never waited for this way, and a function
-that once outlasted the wait is never waited for again. Two things make that hop cheap:
+that once outlasted the wait is not waited for again until it has returned quickly
+:data:`QUICK_AGAIN` times in a row (through the pool). Two things make that hop cheap:
 
 - On Linux the quick thread runs on the loop's own core (its affinity follows the core the loop
   is on). The loop waits while the call runs, so nothing that could have used another core runs
@@ -46,7 +47,7 @@ from collections.abc import Callable
 from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["MAX_THREADS", "QUICK_RUN", "QUICK_WAIT", "run_in_thread"]
+__all__ = ["MAX_THREADS", "QUICK_AGAIN", "QUICK_RUN", "QUICK_WAIT", "run_in_thread"]
 
 MAX_THREADS = 32
 """Sync steps running at once in one process; more wait for a thread."""
@@ -60,13 +61,20 @@ a 250 Hz kernel tick and the GIL's own switch interval on purpose: a timed wait 
 CPU's next tick arms a timer of its own, and in a virtual machine reprogramming the timer traps to
 the hypervisor (measured: a 0.2 ms wait cost a no-op sync step 12 to 25 µs more than a 5 ms one, on
 a host whose idle CPUs poll). A function that returns late (a cache miss that goes to the network)
-stalls the loop this long once, then is never waited for again: so the loop loses at most one wait
-per step function, while a quick one saves a thread wake-up on every call. The loop stalls this
+stalls the loop this long once, then is not waited for again until :data:`QUICK_AGAIN` quick returns in
+a row: so the loop loses at most one wait per that many calls of a step function, while a quick one saves
+a thread wake-up on every call. The loop stalls this
 long already whenever a worker thread computing in Python holds the GIL."""
 
 QUICK_RUN = 0.00005
 """Seconds within which a call must have returned for the next call of its function to be waited for.
 Functions are told apart by their code: every closure made by one ``lambda`` shares its record."""
+
+QUICK_AGAIN = 1000
+"""Quick returns in a row (through the pool) after which a function that outlasted a wait on the spot is
+waited for again. It may have been late for the machine's sake (the GIL held by a computing thread, a busy
+core), not its own; if it is slow now and then, it stalls the loop one :data:`QUICK_WAIT` per this many
+calls at most (5 µs a call), where the hop it saves is about 30 µs a call."""
 
 _MAX_QUICK = 10_000  # functions remembered as quick; past this all are forgotten
 _GO = b"\0"  # one byte each way per quick call; the loop's end closing stops the thread
@@ -93,7 +101,9 @@ _threads = 0
 _idle = 0  # threads waiting for a call
 _waiting = 0  # calls queued with no thread to take them (all MAX_THREADS busy)
 _quick: set[CodeType] = set()  # functions whose last call returned within QUICK_RUN
-_late: set[CodeType] = set()  # functions that once outlasted a wait on the spot: never waited for again
+# Functions that outlasted a wait on the spot, each with its quick returns in a row since: not waited for
+# again until QUICK_AGAIN (a machine that stalled the thread once does not cost a quick function its hop for good).
+_late: dict[CodeType, int] = {}
 
 
 class _QuickThread:
@@ -216,8 +226,16 @@ def _run(call: _Call) -> tuple[Any, BaseException | None]:
             if len(_quick) >= _MAX_QUICK:
                 _quick.clear()
             _quick.add(code)
+            late = _late.get(code)
+            if late is not None:  # counted without a lock: two threads racing only lose a count
+                if late + 1 >= QUICK_AGAIN:
+                    _late.pop(code, None)
+                else:
+                    _late[code] = late + 1
         else:
             _quick.discard(code)
+            if code in _late:
+                _late[code] = 0
     return result, error
 
 
@@ -340,7 +358,7 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
                 raise
             if len(_late) >= _MAX_QUICK:
                 _late.clear()
-            _late.add(code)  # type: ignore[arg-type]  # not None: only plain functions are quick
+            _late[code] = 0  # type: ignore[index]  # not None: only plain functions are quick
             return call.future
         _take_answer(quick.ours)  # it finished as the wait ended: its byte is on its way
         if not isinstance(stopped, (TimeoutError, BlockingIOError)):

@@ -140,7 +140,10 @@ async def test_a_quick_function_that_turns_slow_stalls_the_loop_at_most_the_quic
     assert await again == "done"
 
 
-async def test_a_function_that_once_outlasted_the_wait_is_never_waited_for_again() -> None:
+async def test_a_function_that_outlasted_the_wait_is_waited_for_again_only_after_many_quick_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threads, "QUICK_AGAIN", 20)
     late = threading.Event()
 
     def sometimes_late() -> str:
@@ -148,13 +151,7 @@ async def test_a_function_that_once_outlasted_the_wait_is_never_waited_for_again
             time.sleep(threads.QUICK_WAIT * 4)
         return "done"
 
-    for _ in range(200):  # until a call comes back done on the spot: the function is known as quick
-        assert await threads.run_in_thread(sometimes_late) == "done"
-        call = threads.run_in_thread(sometimes_late)
-        if call.done():
-            break
-        assert await call == "done"
-    assert call.done()
+    await quick_call(sometimes_late)  # known as quick: waited for on the spot
     late.set()
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -162,10 +159,13 @@ async def test_a_function_that_once_outlasted_the_wait_is_never_waited_for_again
     assert not call.done() and loop.time() - started >= threads.QUICK_WAIT * 0.9
     assert await call == "done"
     late.clear()
-    for _ in range(50):  # quick again every time, and never waited for: each result comes through the loop
+    for _ in range(
+        threads.QUICK_AGAIN
+    ):  # quick again every time, but not waited for: each result comes through the loop
         call = threads.run_in_thread(sometimes_late)
         assert not call.done()
         assert await call == "done"
+    await quick_call(sometimes_late)  # QUICK_AGAIN quick returns in a row: waited for on the spot again
 
 
 async def test_many_quick_calls_at_once_each_get_their_own_result() -> None:
