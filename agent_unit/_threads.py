@@ -352,8 +352,10 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
             running = call.outcome is None
             if running:  # the result comes through the loop; the thread frees itself
                 call.waited = False
+                # A function turned slow never shares the loop's core. Unpinned under the lock: the
+                # thread cannot be freed meanwhile, so another loop's pin() never interleaves with this.
+                quick.unpin()
         if running:
-            quick.unpin()  # a function turned slow never shares the loop's core
             if not isinstance(stopped, (TimeoutError, BlockingIOError)):
                 raise
             if len(_late) >= _MAX_QUICK:
