@@ -61,10 +61,10 @@ a 250 Hz kernel tick and the GIL's own switch interval on purpose: a timed wait 
 CPU's next tick arms a timer of its own, and in a virtual machine reprogramming the timer traps to
 the hypervisor (measured: a 0.2 ms wait cost a no-op sync step 12 to 25 µs more than a 5 ms one, on
 a host whose idle CPUs poll). A function that returns late (a cache miss that goes to the network)
-stalls the loop this long once, then is not waited for again until :data:`QUICK_AGAIN` quick returns in
-a row: so the loop loses at most one wait per that many calls of a step function, while a quick one saves
-a thread wake-up on every call. The loop stalls this
-long already whenever a worker thread computing in Python holds the GIL."""
+stalls the loop this long once, then is not waited for again until :data:`QUICK_AGAIN` quick returns
+in a row: so the loop loses at most one wait per that many calls of a step function, while a quick
+one saves a thread wake-up on every call. The loop stalls this long already whenever a worker thread
+computing in Python holds the GIL."""
 
 QUICK_RUN = 0.00005
 """Seconds within which a call must have returned for the next call of its function to be waited for.
