@@ -140,9 +140,13 @@ class _QuickThread:
                     call.outcome = (result, error)
                 else:
                     self.busy = False
-            if not waited:
-                _hand_back(call, result, error)
-            del call, result, error  # an idle thread keeps nothing of the call it ran alive
+            if waited:
+                del call, result, error  # an idle thread keeps nothing of the call it ran alive
+            else:
+                loop, future = call.loop, call.future
+                del call  # before the hand-back (see _hand_back)
+                _hand_back(loop, future, result, error)
+                del loop, future, result, error
             if waited:
                 theirs.send(_GO)  # releases the GIL before it wakes the loop
 
@@ -219,7 +223,9 @@ def _run(call: _Call) -> tuple[Any, BaseException | None]:
     try:
         result = call.context.run(call.fn, *call.args)
     except BaseException as exc:  # noqa: BLE001 - handed to the awaiting step, whatever it is
-        error = exc
+        # Without this frame in its traceback (the step's own frames stay): the frame holds the
+        # error, a cycle that would keep the call and its run alive until the garbage collector ran.
+        error = exc.with_traceback(exc.__traceback__.tb_next if exc.__traceback__ is not None else None)
     code = _code(call.fn)
     if code is not None:
         if time.perf_counter() - started < QUICK_RUN:
@@ -239,9 +245,14 @@ def _run(call: _Call) -> tuple[Any, BaseException | None]:
     return result, error
 
 
-def _hand_back(call: _Call, result: Any, error: BaseException | None) -> None:
+def _hand_back(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, error: BaseException | None
+) -> None:
+    """Deliver the outcome through the loop. The caller holds no ``_Call`` by then: once the loop has the
+    outcome the run goes on, and may end before this thread runs again; the call's context (the run)
+    must not stay alive in an idle thread meanwhile."""
     with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits the result any more
-        call.loop.call_soon_threadsafe(_deliver, call.future, result, error)
+        loop.call_soon_threadsafe(_deliver, future, result, error)
 
 
 def _work() -> None:
@@ -249,15 +260,17 @@ def _work() -> None:
     while True:
         call = _calls.get()
         result, error = _run(call)
+        loop, future = call.loop, call.future
+        del call  # before the hand-back (see _hand_back)
         with _lock:
             if _waiting:
                 _waiting -= 1  # this thread takes a call that waits in the queue
             else:
                 _idle += 1
-        _hand_back(call, result, error)
+        _hand_back(loop, future, result, error)
         # Drop every reference before waiting for the next call: an idle thread must not keep a
-        # finished run (its context, result or error) alive.
-        del call, result, error
+        # finished run (its result or error) alive.
+        del loop, future, result, error
 
 
 def _forget_threads_after_fork() -> None:
