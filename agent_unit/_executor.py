@@ -212,6 +212,9 @@ class Executor:
                 if wrapped is None and not isinstance(group, Exception):
                     raise
                 if wrapped is not None:
+                    # As for a park above; Python 3.11's TaskGroup also keeps the group in the frame
+                    # that raised it, which the group's traceback holds.
+                    group.__traceback__ = wrapped.__traceback__ = None
                     await execution.settle(self._engine.lease_ttl)
                 outcome = wrapped or group
             except Exception as exc:  # noqa: BLE001 - the run fails; the engine goes on

@@ -710,19 +710,31 @@ async def remembered(input: None, run: Run) -> str:
     return "done"
 
 
-async def test_an_execution_that_parks_or_ends_is_freed_without_the_garbage_collector() -> None:
+@define_agent
+async def remembered_in_a_task_group(input: None, run: Run) -> str:
+    """Parks inside a task group, as a framework's parallel tool calls do: the park comes wrapped."""
+    import weakref
+
+    RUNS.append(weakref.ref(run))
+    async with asyncio.TaskGroup() as group:
+        group.create_task(run.interrupt("approve"))
+    return "done"
+
+
+@pytest.mark.parametrize("agent", [remembered, remembered_in_a_task_group], ids=["plain", "task-group"])
+async def test_an_execution_that_parks_or_ends_is_freed_without_the_garbage_collector(agent: Any) -> None:
     """No reference cycle holds an execution's objects (its run, record, journal and buffers) once it
     parks or ends: they are freed then, not left for the cyclic collector to find (a cost on every run)."""
     import gc
 
-    unit = create_test_unit({"remembered": remembered})
+    unit = create_test_unit({"agent": agent})
     RUNS.clear()
     gc.collect()
     gc.disable()
     try:
-        parked = await unit.run("remembered")
+        parked = await unit.run("agent")
         await asyncio.sleep(0)  # the execution's task is forgotten by a callback of its own
-        assert [ref() for ref in RUNS] == [None]  # parked: the run the agent saw is gone already
+        assert parked.status == "interrupted" and [ref() for ref in RUNS] == [None]  # gone already
         done = await unit.resume(parked.id, True)
         await asyncio.sleep(0)
         assert done.output == "done" and [ref() for ref in RUNS] == [None, None]
