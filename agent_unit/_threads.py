@@ -142,13 +142,12 @@ class _QuickThread:
                     self.busy = False
             if waited:
                 del call, result, error  # an idle thread keeps nothing of the call it ran alive
+                theirs.send(_GO)  # releases the GIL before it wakes the loop
             else:
                 loop, future = call.loop, call.future
                 del call  # before the hand-back (see _hand_back)
                 _hand_back(loop, future, result, error)
                 del loop, future, result, error
-            if waited:
-                theirs.send(_GO)  # releases the GIL before it wakes the loop
 
     def pin(self) -> None:
         """Run on the core the caller runs on (Linux): the loop waits while this thread works."""

@@ -6,8 +6,9 @@
 gets the files of ``agent_unit/`` that differ between COMMIT and the working tree as COMMIT had them
 (files added since are removed from it, files removed since are put back). Each round serves both
 (uvicorn from their ``main.py``, a fresh SQLite store each) and drives each with ``run.py``'s load
-generator: runs to a pause and resumes per second (8 clients, 5 s windows after a 1 s ramp) and the
-server's CPU per operation (its process tree, from /proc). Rounds alternate which build goes first,
+generator, as ``servers.py`` measures a server: runs to a pause and resumes per second (8 clients, 5 s
+windows after a 1 s ramp), the server's CPU per operation (its process tree, from /proc) and the first
+SSE event on the idle server (median of 20). Rounds alternate which build goes first,
 so a drift of the host hits both. Printed only: figures go to BENCHMARKS.md by hand, with the command.
 
 A change to the runtime is measured this way on the host as it is, where two runs of ``run.py``
@@ -25,9 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from run import REPO, AgentUnit, RawClient, build_server, free_port, load, start_server
+from run import REPO, build_server
+from servers import Figures, measure, print_table
 
-Figures = tuple[float, float, float, float]  # runs/s, CPU ms per run, resumes/s, CPU ms per resume
+BUILT = "uvicorn (built main.py: uvloop + httptools)"  # each build served by its own main.py
 
 
 def git(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -52,26 +54,6 @@ def as_of(commit: str, build: Path) -> list[str]:
     return paths
 
 
-async def measure(build: Path, db: Path) -> Figures:
-    port = free_port()
-    env = {"HOST": "127.0.0.1", "PORT": str(port), "LOG_LEVEL": "warning", "AGENT_UNIT_STORAGE": f"sqlite:///{db}"}
-    server = start_server(
-        "uvicorn", [sys.executable, str(build / "main.py")], cwd=build, env=env, port=port, ready="/agents"
-    )
-    try:
-        client = RawClient(server.base)
-        api = AgentUnit(client, db)
-        for _ in range(40):  # warm-up: imports and first-use caches, outside the windows
-            await api.start_to_pause()
-        pid = server.proc.pid
-        runs = await load(api.start_to_pause, server_pid=pid, seconds=5, max_ops=100_000, ramp=1)
-        resumes = await load(api.resume, server_pid=pid, seconds=5, max_ops=100_000, items=list(runs.results), ramp=1)
-        await client.aclose()
-    finally:
-        server.stop()
-    return runs.rate, runs.server_cpu / runs.rate * 1000, resumes.rate, resumes.server_cpu / resumes.rate * 1000
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("commit", help="the commit to compare the working tree with (e.g. HEAD~1)")
@@ -89,16 +71,12 @@ def main() -> int:
         print(f"before: agent_unit as of {args.commit} ({', '.join(changed)})", file=sys.stderr)
         for i in range(args.rounds):
             for name in ("before", "after") if i % 2 == 0 else ("after", "before"):
-                figures = asyncio.run(measure(before if name == "before" else after, work / f"{name}{i}.db"))
+                figures = asyncio.run(measure(BUILT, before if name == "before" else after, work / f"{name}{i}.db"))
                 rows[name].append(figures)
                 print(f"round {i + 1} {name}: " + ", ".join(f"{x:.2f}" for x in figures), file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("| build | runs/s to a pause | server CPU per run | resumes/s | server CPU per resume |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for name, each in rows.items():
-        cells = [", ".join(f"{row[k]:.0f}" if k in (0, 2) else f"{row[k]:.3f}" for row in each) for k in range(4)]
-        print(f"| {name} | {cells[0]} | {cells[1]} ms | {cells[2]} | {cells[3]} ms |")
+    print_table("build", rows)
     medians = {name: [statistics.median(row[k] for row in each) for k in range(4)] for name, each in rows.items()}
     ratio = [medians["after"][k] / medians["before"][k] for k in range(4)]
     print(
