@@ -471,16 +471,33 @@ class RunEngine:
         resume need not read it again (left as it is: the resume claims a copy). A stale one costs
         a read: whatever it makes the resume refuse (the claim's compare-and-set included) is
         checked again on the run as stored, so the outcome is the one a fresh read gives.
+
+        With ``wait``, the answer is saved with the execution's first write (see
+        :class:`~agent_unit._execution.DeferredClaim`): a resume that replays to the run's end or next
+        park is one transaction. Until then the store has no trace of it, so if the process dies
+        first, this call fails and the run still waits for its answer: send it again.
         """
         taken = (answer, interrupt_key, answered_by, accepted_at)
         if record is None or record.id != run_id:
-            claimed = await self._answer(await self.get(run_id), *taken)
+            task, execution = await self._answer(await self.get(run_id), *taken, defer=wait)
         else:
             try:
-                claimed = await self._answer(record.model_copy(), *taken)
+                task, execution = await self._answer(record.model_copy(), *taken, defer=wait)
             except (RunConflict, NotInterrupted, InterruptExpired, InvalidAnswer):
-                claimed = await self._answer(await self.get(run_id), *taken)
-        return await self.wait(run_id) if wait else claimed
+                task, execution = await self._answer(await self.get(run_id), *taken, defer=wait)
+        if not wait:
+            return execution.record
+        await _finished(task)
+        if execution.deferred is not None:  # the answer was never saved: nothing of this execution is
+            if isinstance(execution.unclaimed, StoreUnavailable):
+                raise execution.unclaimed
+            # The run changed since it was read (resumed, cancelled or expired by someone else, or
+            # the record given was stale): answer the run as stored, claimed at once this time.
+            task, execution = await self._answer(await self.get(run_id), *taken)
+            await _finished(task)
+        if execution.left is not None and run_id not in self._executor.executions:
+            return execution.left  # parked or ended, and nothing went on from there: no read
+        return await self.wait(run_id)
 
     async def _answer(
         self,
@@ -489,8 +506,11 @@ class RunEngine:
         interrupt_key: str | None,
         answered_by: str | None,
         accepted_at: float | None,
-    ) -> RunRecord:
-        """Check ``answer`` against ``record`` and claim the run with it journaled (see :meth:`resume`)."""
+        *,
+        defer: bool = False,
+    ) -> tuple[asyncio.Task[None], Execution]:
+        """Check ``answer`` against ``record`` and claim the run with it journaled (see :meth:`resume`);
+        ``defer``: with the execution's first write."""
         run_id = record.id
         now = self.clock.time() if accepted_at is None else accepted_at
         late = late_answer(record, now)
@@ -511,8 +531,7 @@ class RunEngine:
         entry = JournalEntry(interrupt.key, text, meta={"by": answered_by, "at": at})
         answered = {"name": interrupt.name, "key": interrupt.key, "by": answered_by, "at": at}
         started = ev.run_started(record.id, record.thread_id, record.attempt, answered=answered)
-        await self._executor.claim(record, journal=(entry,), events=(started,), kind="resume")
-        return record
+        return await self._executor.claim(record, journal=(entry,), events=(started,), kind="resume", defer=defer)
 
     async def expire(self, run_id: str, *, wait: bool = False) -> RunRecord:
         """Wake an interrupted run whose deadline passed with no answer (a timer, the sweep or the

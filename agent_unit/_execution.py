@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._events import EventBuffer
@@ -25,9 +26,12 @@ from .stores import Store
 if TYPE_CHECKING:
     from ._otel import ExecutionTelemetry
 
-__all__ = ["Execution", "TurnLock"]
+__all__ = ["CLAIM_WAIT", "DeferredClaim", "Execution", "TurnLock"]
 
 log = logging.getLogger("agent_unit.execution")
+
+CLAIM_WAIT = 0.05
+"""Seconds a deferred claim waits for the execution's first write before it is written alone."""
 
 # A write refused for what it holds (not JSON, not UTF-8, too large): never a store outage.
 _REFUSED: tuple[type[BaseException], ...] = (AgentUnitError, *VALUE_ERRORS)
@@ -93,6 +97,24 @@ class TurnLock:
         self.release()
 
 
+@dataclass(frozen=True, slots=True)
+class DeferredClaim:
+    """A resume's claim not written yet: the compare-and-set from ``expected`` (the version the
+    answer was checked against), with the answer's journal entries and events.
+
+    A resume that waits for its outcome claims the run this way (see ``Executor.claim``): the
+    agent replays its journal first, which writes nothing, and the claim goes into the
+    execution's first write, so a resume that only replays to its end or next park is one
+    transaction, not two. It is written before any new work starts (a step, a model or tool
+    call: two racers never both run one), before any event, and at the latest after
+    :data:`CLAIM_WAIT`, so an answer is not left in memory while the agent does other things.
+    """
+
+    expected: int
+    journal: tuple[JournalEntry, ...]
+    events: tuple[str, ...]
+
+
 class Execution:
     def __init__(
         self,
@@ -138,6 +160,76 @@ class Execution:
         self.left: RunRecord | None = None
         """The record as this execution's last save left it in the store, once that save parked or
         ended the run: what a caller waiting for the execution is answered with, without a read."""
+        self.deferred: DeferredClaim | None = None
+        """The claim this execution has not written yet (see :class:`DeferredClaim`); None once written."""
+        self.unclaimed: AgentUnitError | None = None
+        """Why the deferred claim could not be written: a ``RunConflict`` (the run changed since the
+        answer was checked) or a ``StoreUnavailable``. The resume that deferred it raises it."""
+        self._claim_timer: asyncio.Handle | None = None
+
+    def defer(self, claim: DeferredClaim) -> None:
+        """Start without the run claimed: ``claim`` is written with the first write (see :class:`DeferredClaim`)."""
+        self.deferred = claim
+        self._claim_timer = asyncio.get_running_loop().call_later(CLAIM_WAIT, self._claim_due)
+
+    def claim_written(self) -> None:
+        """The deferred claim went into a write that committed (the caller's own save)."""
+        self.deferred = None
+        if self._claim_timer is not None:
+            self._claim_timer.cancel()
+            self._claim_timer = None
+
+    def claim_refused(self, error: AgentUnitError) -> None:
+        """The deferred claim cannot be written: this execution stops, saving nothing."""
+        self.unclaimed = error
+        self.stop_reason = self.stop_reason or "changed"
+        self.signal.set()
+
+    async def claim(self) -> None:
+        """Write the deferred claim now, if there is one: before new work, an event, a renewal."""
+        if self.deferred is None:
+            return
+        lock = self.lock
+        if not lock.take():
+            await lock.acquire()
+        try:
+            await self.claim_held()
+        finally:
+            lock.release()
+
+    async def claim_held(self) -> None:
+        """:meth:`claim`, for a caller holding :attr:`lock`; raises ``Cancelled`` if it cannot be written."""
+        claim = self.deferred
+        if claim is None:
+            return
+        if self.unclaimed is not None:  # refused once: this execution saves nothing
+            raise Cancelled()
+        record = self.record
+        try:
+            await self.store.save_run(
+                record, expected_version=claim.expected, journal=claim.journal, events=claim.events
+            )
+        except AgentUnitError as exc:  # a conflict (someone else changed the run), an outage, a refusal
+            self.claim_refused(exc)
+            raise Cancelled() from None
+        except Exception as exc:  # whatever the driver raised, the answer is not saved
+            log.exception("saving the answer to run %s failed", record.id)
+            self.claim_refused(StoreUnavailable(f"saving the answer to run {record.id} failed: send it again"))
+            raise Cancelled() from exc
+        record.version = claim.expected + 1
+        self.claim_written()
+        self._notify(record.id)
+
+    def _claim_due(self) -> None:
+        self._claim_timer = None
+        if self.deferred is not None:
+            task = asyncio.ensure_future(self._claim_soon())
+            self._flushing.add(task)
+            task.add_done_callback(self._flushing.discard)
+
+    async def _claim_soon(self) -> None:
+        with contextlib.suppress(Cancelled):  # refused: the agent stops at its next step (signal)
+            await self.claim()
 
     def enter_step(self, name: str = "") -> None:
         self._in_flight += 1
@@ -224,6 +316,8 @@ class Execution:
         if not lock.take():
             await lock.acquire()
         try:
+            if self.deferred is not None:  # new work claims first (Run._journaled): only a defence
+                await self.claim_held()
             await self.store.append(
                 self.record.id, owner=self.owner, journal=(entry,), events=self.events.drain(*events)
             )
@@ -300,6 +394,11 @@ class Execution:
     async def flush(self) -> None:
         async with self.lock:
             if self.events and not self.signal.is_set():
+                if self.deferred is not None:
+                    try:
+                        await self.claim_held()
+                    except Cancelled:
+                        return
                 try:
                     await self.store.append(self.record.id, owner=self.owner, events=self.events.drain())
                 except (LeaseLost, StoreUnavailable):  # as in commit: the run is recovered from its journal
@@ -318,5 +417,8 @@ class Execution:
 
     def close(self) -> None:
         self._cancel_flush()
+        if self._claim_timer is not None:
+            self._claim_timer.cancel()
+            self._claim_timer = None
         self._halt.set()
         self.signal.set()

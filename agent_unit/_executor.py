@@ -21,7 +21,7 @@ from . import _events as ev
 from . import _jsontext as jsontext
 from . import telemetry
 from ._clock import to_datetime
-from ._execution import Execution
+from ._execution import DeferredClaim, Execution
 from ._parks import Cancelled, Interrupted, Park, Sleeping, Yielded
 from ._prices import priced
 from ._records import ErrorFrame, JournalEntry, RunError, RunRecord, RunStatus, agui_usage, assign, record_usage
@@ -84,10 +84,16 @@ class Executor:
         events: tuple[dict[str, Any], ...] = (),
         recovered: bool = False,
         kind: str = "continue",
-    ) -> None:
+        defer: bool = False,
+    ) -> tuple[asyncio.Task[None], Execution]:
         """Take the run (compare-and-set) with this engine as lease owner, then execute it.
 
-        ``kind`` (``resume``, ``wake``, ``continue``, ``recover``, ``retry``) names the execution in its span."""
+        ``kind`` (``resume``, ``wake``, ``continue``, ``recover``, ``retry``) names the execution in its span.
+        ``defer``: write the claim with the execution's first write instead of before it starts (see
+        :class:`~agent_unit._execution.DeferredClaim`): only for a caller that waits for the
+        execution and answers nobody before then, since until that write the store has no trace of
+        it. Not while another execution of the run is in this process: that one's write decides.
+        Returns the execution and its task."""
         self._engine.check_agent(record.agent)  # a broken agent's run stays as it is, for when it loads again
         expected = record.version
         now = self._engine.clock.time()
@@ -106,17 +112,21 @@ class Executor:
         if recovered:  # a crash interrupted it: the new execution shows so in its events
             record.attempt += 1
             events = (*events, ev.run_started(record.id, record.thread_id, record.attempt))
-        await self._engine.store.save_run(
-            record, expected_version=expected, journal=journal, events=[ev.dumps(event) for event in events]
-        )
-        record.version = expected + 1
-        if events:
-            self._engine.tail.notify(record.id)
+        texts = tuple(ev.dumps(event) for event in events)
+        deferred = None
+        if defer and record.id not in self.executions:
+            deferred = DeferredClaim(expected, journal, texts)
+        else:
+            await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=texts)
+            record.version = expected + 1
+            if events:
+                self._engine.tail.notify(record.id)
         self.sweeper.disarm(record.id)
         observed = telemetry.active()
         if observed is not None:
             observed.claimed(record.agent, kind, now - parked.timestamp())
-        self.spawn(record, kind=kind)
+        self.spawn(record, kind=kind, deferred=deferred)
+        return self.executions[record.id]
 
     def lapses(self, record: RunRecord) -> bool:
         """Running under another process's lease, which lapses unless that process renews it."""
@@ -133,9 +143,18 @@ class Executor:
         # 48 random bits, as hex: the base32 of a whole new_id cost 26k instructions, 1.7% of a resume
         return f"{self._engine.owner}/{os.urandom(6).hex()}"
 
-    def spawn(self, record: RunRecord, *, fresh: bool = False, kind: str = "start", opened: Any = None) -> None:
+    def spawn(
+        self,
+        record: RunRecord,
+        *,
+        fresh: bool = False,
+        kind: str = "start",
+        opened: Any = None,
+        deferred: DeferredClaim | None = None,
+    ) -> None:
         """Execute ``record`` in a task of its own; ``fresh``: created just now, so its journal is empty.
-        ``kind`` and ``opened`` (the run's first span) are for telemetry (:mod:`agent_unit._otel`)."""
+        ``kind`` and ``opened`` (the run's first span) are for telemetry (:mod:`agent_unit._otel`);
+        ``deferred``: the claim, not written yet (see :meth:`claim`)."""
         self._engine.start_background()
         execution = Execution(
             record,
@@ -149,6 +168,8 @@ class Executor:
             approval_timeout=self._engine.approval_timeout,
             prices=self._engine.prices_for(record),
         )
+        if deferred is not None:
+            execution.defer(deferred)
         task = asyncio.get_running_loop().create_task(
             self._execute(execution, fresh=fresh, kind=kind, opened=opened), name=f"agent-unit {record.id}"
         )
@@ -186,7 +207,13 @@ class Executor:
         outcome: BaseException | None = None
         try:
             agent = self._engine.agents.get(record.agent)
-            journal = {} if fresh else journal_view(await self._engine.store.load_journal(record.id), record.retry)
+            if fresh:
+                journal = {}
+            else:
+                stored = await self._engine.store.load_journal(record.id)
+                if execution.deferred is not None:  # the answer, as its claim will store it
+                    stored.update((entry.key, entry) for entry in execution.deferred.journal)
+                journal = journal_view(stored, record.retry)
             run = Run(execution, journal)
             token = active_run.set(run)
             output: Any = None
@@ -330,6 +357,11 @@ class Executor:
             async with execution.lock:  # never cancelled in here (see _stop_renewal)
                 if execution.stopping:
                     return
+                if execution.deferred is not None:  # not written yet: there is no lease to renew
+                    try:
+                        await execution.claim_held()
+                    except Cancelled:
+                        return  # refused: the execution stops (its signal is set)
                 try:
                     version = await self._engine.store.renew_lease(record.id, owner=execution.owner, expires=expires)
                     lost = version is None
@@ -366,11 +398,23 @@ class Executor:
         async with execution.lock:
             expected = record.version  # read under the lock: a lease renewal bumps it
             events = execution.events.drain(event)
+            claim = execution.deferred
+            if claim is not None and execution.unclaimed is not None:
+                return False  # the claim was refused: this execution saves nothing
+            if claim is not None:  # this save is the execution's first write: the claim goes with it
+                expected = claim.expected
+                journal = (*claim.journal, *journal)
+                events = [*claim.events, *events]
             while True:
                 try:
                     await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=events)
                     break
-                except RunConflict:
+                except (RunConflict, StoreUnavailable) as exc:
+                    if claim is not None:  # the run changed since the answer was checked, or the store is away
+                        execution.claim_refused(exc)
+                        return False
+                    if not isinstance(exc, RunConflict):
+                        raise
                     stored = await self._engine.store.load_run(record.id)
                     if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
                         log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
@@ -378,6 +422,8 @@ class Executor:
                         return False
                     expected = stored.version  # still ours: a message was stored meanwhile (send)
         record.version = expected + 1
+        if claim is not None:
+            execution.claim_written()
         if record.status in _LEFT:
             execution.left = record
         self._engine.tail.notify(record.id)
@@ -495,6 +541,9 @@ class Executor:
 
     async def _release(self, execution: Execution) -> None:
         """On shutdown: hand the run back so any process's next sweep continues it at once."""
+        if execution.deferred is not None:  # never claimed: the store still has it as it was
+            execution.claim_refused(StoreUnavailable("the server shut down before the answer was saved: send it again"))
+            return
         record = execution.record
         record.status = RunStatus.queued
         record.lease_owner = record.lease_expires = None

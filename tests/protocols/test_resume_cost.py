@@ -111,10 +111,11 @@ async def test_telemetry_reads_the_environment_once_and_again_after_reset(monkey
     telemetry.reset()
 
 
-async def test_a_resume_over_http_makes_four_store_calls_and_starts_one_task(http: httpx.AsyncClient) -> None:
-    """Read (authorize), claim, journal, end: and one task, the execution; its lease renewal is a
-    timer until a third of the lease has passed, and this execution ends long before. On SQLite
-    those calls run 13 statements."""
+async def test_a_resume_over_http_makes_three_store_calls_and_starts_one_task(http: httpx.AsyncClient) -> None:
+    """Read (authorize), journal, then the claim and the end in one write (a resume that waits
+    defers its claim to the execution's first write, and this one replays to its end): and one
+    task, the execution; its lease renewal is a timer until a third of the lease has passed, and
+    this execution ends long before. On SQLite those calls run 8 statements."""
     run_id = await parked(http)
     store = http.app.engine.store  # type: ignore[attr-defined]
     calls: list[str] = []
@@ -145,11 +146,12 @@ async def test_a_resume_over_http_makes_four_store_calls_and_starts_one_task(htt
         for name in ("load_run", "save_run", "load_journal", "append", "read_events", "last_seq", "renew_lease"):
             delattr(store, name)
     assert resumed.json()["status"] == "completed"
-    assert calls == ["load_run", "save_run", "load_journal", "save_run"]
+    assert calls == ["load_run", "load_journal", "save_run"]
     assert tasks == ["Executor._execute"]
-    # read; claim: BEGIN, UPDATE, journal INSERT, PRAGMA data_version, events INSERT, COMMIT (the
-    # run's last seq remembered from its park, not sought); journal read; end: the claim's but the journal
-    assert len(statements) == 13, statements
+    # read; journal read; claim and end: BEGIN, UPDATE, PRAGMA data_version, journal INSERT, events
+    # INSERT (RUN_STARTED and RUN_FINISHED, one row), COMMIT (the run's last seq remembered from its
+    # park, not sought)
+    assert len(statements) == 8, statements
 
 
 async def test_a_long_execution_renews_its_lease_every_third_of_it_and_stops_once_it_is_taken() -> None:

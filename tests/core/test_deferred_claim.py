@@ -1,0 +1,236 @@
+"""A resume that waits writes its claim with the execution's first write (``DeferredClaim``).
+
+What must hold: the answer is saved before any new work runs and at the latest after
+``CLAIM_WAIT``; a resume that only replays is one write; a resume that loses its race saves
+nothing and is refused; a store outage or a shutdown before the write is an error, and the run
+still waits for its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import agent_unit._execution
+from agent_unit import NotInterrupted, Run, RunEngine, RunStatus, define_agent
+from agent_unit._records import JournalEntry, RunRecord
+from agent_unit.errors import StoreUnavailable
+from agent_unit.stores.sqlite import SQLiteStore
+
+EFFECTS: list[str] = []
+HOLD: dict[str, asyncio.Event] = {}  # run id -> what the agent waits for after its answer, outside any step
+SEEN: dict[str, tuple[str, list[str]]] = {}  # run id -> (stored status, journal keys) as a step found them
+STORES: list[SQLiteStore] = []  # the store the test opened last, for a step to read
+
+
+class CountingStore(SQLiteStore):
+    """The SQLite store, counting the writes of an execution; ``refuse`` fails the next save_run."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.saves = 0
+        self.appends = 0
+        self.refuse = False
+
+    async def save_run(
+        self,
+        record: RunRecord,
+        *,
+        expected_version: int,
+        journal: Sequence[JournalEntry] = (),
+        events: Sequence[str] = (),
+    ) -> int:
+        if self.refuse:
+            self.refuse = False
+            raise StoreUnavailable("the store is out of reach")
+        self.saves += 1
+        return await super().save_run(record, expected_version=expected_version, journal=journal, events=events)
+
+    async def append(
+        self, run_id: str, *, owner: str, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
+    ) -> int:
+        self.appends += 1
+        return await super().append(run_id, owner=owner, journal=journal, events=events)
+
+
+@define_agent
+async def approve(input: None, run: Run) -> str:
+    await run.step("work", lambda: 1)
+    approved = await run.interrupt("approve", answer=bool)
+    return "ok" if approved else "declined"
+
+
+@define_agent
+async def charge(input: None, run: Run) -> str:
+    answer = await run.interrupt("approve", answer=str)
+    store = STORES[-1]
+
+    async def pay() -> str:  # reads what the store holds while the new work runs
+        record = await store.load_run(run.id)
+        assert record is not None
+        SEEN[run.id] = (record.status.value, sorted(await store.load_journal(run.id)))
+        EFFECTS.append(f"{run.id} {answer}")
+        return answer
+
+    return await run.step("pay", pay)
+
+
+@define_agent
+async def holds(input: None, run: Run) -> str:
+    answer = await run.interrupt("approve", answer=str)
+    await HOLD[run.id].wait()  # not a step: nothing in the journal, no write
+    return await run.step("after", lambda: EFFECTS.append(f"{run.id} {answer}") or answer)
+
+
+AGENTS = {"approve": approve, "charge": charge, "holds": holds}
+
+
+def _engine(store: SQLiteStore) -> RunEngine:
+    STORES.append(store)
+    return RunEngine(AGENTS, store, background_sweep=False)
+
+
+async def _parked(engine: RunEngine, agent: str) -> RunRecord:
+    record = await engine.start(agent, None, wait=True)
+    assert record.status == RunStatus.interrupted
+    HOLD[record.id] = asyncio.Event()
+    return record
+
+
+async def test_a_waited_resume_that_replays_to_its_end_writes_once(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "approve")
+    store.saves = store.appends = 0
+    done = await engine.resume(parked.id, True, wait=True)
+    assert done.status == RunStatus.completed and done.output == "ok"
+    assert (store.saves, store.appends) == (1, 0)  # the claim, the answer and the end: one transaction
+    stored = await store.load_run(parked.id)
+    assert stored is not None and stored.status == RunStatus.completed and stored.version == done.version
+    assert sorted(await store.load_journal(parked.id)) == ["interrupt:approve#0", "step:work#0"]
+    types = [event.to_dict()["type"] for event in await engine.events(parked.id)]
+    assert types[-2:] == ["RUN_STARTED", "RUN_FINISHED"]
+    await engine.aclose()
+
+
+async def test_a_waited_resume_saves_the_answer_before_any_new_work_runs(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "charge")
+    done = await engine.resume(parked.id, "yes", wait=True)
+    assert done.status == RunStatus.completed and done.output == "yes"
+    assert SEEN[parked.id] == ("running", ["interrupt:approve#0"])
+    await engine.aclose()
+
+
+async def test_a_waited_resume_saves_the_answer_within_the_claim_wait_while_its_agent_does_other_things(
+    tmp_path: Path,
+) -> None:
+    store = CountingStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "holds")
+    resuming = asyncio.ensure_future(engine.resume(parked.id, "yes", wait=True))
+    for _ in range(200):  # CLAIM_WAIT is 50 ms
+        await asyncio.sleep(0.01)
+        stored = await store.load_run(parked.id)
+        assert stored is not None
+        if stored.status == RunStatus.running:
+            break
+    assert stored.status == RunStatus.running and not resuming.done()
+    assert "interrupt:approve#0" in await store.load_journal(parked.id)
+    HOLD[parked.id].set()
+    assert (await resuming).output == "yes"
+    await engine.aclose()
+
+
+async def test_a_waited_resume_that_loses_the_race_saves_nothing_and_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)  # the first resume stays unwritten
+    store = SQLiteStore(tmp_path / "runs.db")
+    first, second = _engine(store), _engine(SQLiteStore(tmp_path / "runs.db"))
+    parked = await _parked(first, "holds")
+    resuming = asyncio.ensure_future(first.resume(parked.id, "first", wait=True))
+    await asyncio.sleep(0.05)
+    stored = await store.load_run(parked.id)
+    assert stored is not None and stored.status == RunStatus.interrupted  # nothing written yet
+    await second.resume(parked.id, "second")  # another process answers, and it is written at once
+    await asyncio.sleep(0.05)
+    HOLD[parked.id].set()
+    done = await second.wait(parked.id)
+    assert done.status == RunStatus.completed and done.output == "second"
+    with pytest.raises(NotInterrupted):
+        await resuming
+    assert EFFECTS.count(f"{parked.id} second") == 1 and f"{parked.id} first" not in EFFECTS
+    journal = await store.load_journal(parked.id)
+    assert journal["interrupt:approve#0"].value == '"second"'
+    await first.aclose()
+    await second.aclose()
+
+
+async def test_a_waited_resume_cancelled_before_its_write_is_refused_and_saves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "holds")
+    resuming = asyncio.ensure_future(engine.resume(parked.id, "yes", wait=True))
+    await asyncio.sleep(0.05)
+    cancelled = await engine.cancel(parked.id)
+    assert cancelled.status == RunStatus.cancelled
+    with pytest.raises(NotInterrupted):
+        await resuming
+    assert "interrupt:approve#0" not in await store.load_journal(parked.id)
+    assert f"{parked.id} yes" not in EFFECTS
+    await engine.aclose()
+
+
+async def test_a_waited_resume_given_a_stale_record_still_lands(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "approve")
+    stale = await engine.get(parked.id)
+    await store.save_run(stale.model_copy(), expected_version=stale.version)  # the stored version moves on
+    done = await engine.resume(parked.id, True, wait=True, record=stale)
+    assert done.status == RunStatus.completed and done.output == "ok"
+    await engine.aclose()
+
+
+async def test_a_waited_resume_whose_write_meets_an_outage_fails_and_the_run_still_waits(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "approve")
+    store.refuse = True
+    with pytest.raises(StoreUnavailable):
+        await engine.resume(parked.id, True, wait=True)
+    stored = await engine.get(parked.id)
+    assert stored.status == RunStatus.interrupted and stored.version == parked.version
+    assert "interrupt:approve#0" not in await store.load_journal(parked.id)
+    done = await engine.resume(parked.id, True, wait=True)  # sent again, it lands
+    assert done.status == RunStatus.completed
+    await engine.aclose()
+
+
+async def test_a_waited_resume_cut_by_a_shutdown_before_its_write_fails_and_the_run_still_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "holds")
+    resuming = asyncio.ensure_future(engine.resume(parked.id, "yes", wait=True))
+    await asyncio.sleep(0.05)
+    await engine.aclose()
+    with pytest.raises(StoreUnavailable, match="send it again"):
+        await resuming
+    again = _engine(SQLiteStore(tmp_path / "runs.db"))
+    stored = await again.get(parked.id)
+    assert stored.status == RunStatus.interrupted
+    HOLD[parked.id].set()
+    done = await again.resume(parked.id, "yes", wait=True)
+    assert done.status == RunStatus.completed and EFFECTS.count(f"{parked.id} yes") == 1
+    await again.aclose()
