@@ -487,13 +487,18 @@ class RunEngine:
                 task, execution = await self._answer(await self.get(run_id), *taken, defer=wait)
         if not wait:
             return execution.record
+        mine = execution.record.answers[-1]
         await _finished(task)
-        if execution.deferred is not None:  # the answer was never saved: nothing of this execution is
+        if execution.deferred is not None:  # not seen to be written
+            stored = await self.get(run_id)
+            if mine in stored.answers:  # written after all (a write cut off by a cancel): the run has it
+                return await self.wait(run_id)
             if isinstance(execution.unclaimed, StoreUnavailable):
                 raise execution.unclaimed
             # The run changed since it was read (resumed, cancelled or expired by someone else, or
-            # the record given was stale): answer the run as stored, claimed at once this time.
-            task, execution = await self._answer(await self.get(run_id), *taken)
+            # the record given was stale): answer the run as stored, claimed at once this time, and
+            # only at the interrupt the answer was for (409 if the run has moved on to another).
+            task, execution = await self._answer(stored, answer, mine.key, answered_by, accepted_at)
             await _finished(task)
         if execution.left is not None and run_id not in self._executor.executions:
             return execution.left  # parked or ended, and nothing went on from there: no read

@@ -92,8 +92,9 @@ class Executor:
         ``defer``: write the claim with the execution's first write instead of before it starts (see
         :class:`~agent_unit._execution.DeferredClaim`): only for a caller that waits for the
         execution and answers nobody before then, since until that write the store has no trace of
-        it. Not while another execution of the run is in this process: that one's write decides.
-        Returns the execution and its task."""
+        it. Only for a plain agent: a framework's adapter may write outside the journal (LangGraph's
+        checkpoints) before its first journaled call. Not while another execution of the run is in
+        this process: that one's write decides. Returns the execution and its task."""
         self._engine.check_agent(record.agent)  # a broken agent's run stays as it is, for when it loads again
         expected = record.version
         now = self._engine.clock.time()
@@ -114,7 +115,8 @@ class Executor:
             events = (*events, ev.run_started(record.id, record.thread_id, record.attempt))
         texts = tuple(ev.dumps(event) for event in events)
         deferred = None
-        if defer and record.id not in self.executions:
+        agent = self._engine.agents.get(record.agent)
+        if defer and agent is not None and agent.framework == "plain" and record.id not in self.executions:
             deferred = DeferredClaim(expected, journal, texts)
         else:
             await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=texts)
@@ -540,10 +542,8 @@ class Executor:
             await self._end(execution, RunStatus.failed, error=error)
 
     async def _release(self, execution: Execution) -> None:
-        """On shutdown: hand the run back so any process's next sweep continues it at once."""
-        if execution.deferred is not None:  # never claimed: the store still has it as it was
-            execution.claim_refused(StoreUnavailable("the server shut down before the answer was saved: send it again"))
-            return
+        """On shutdown: hand the run back so any process's next sweep continues it at once (a
+        deferred claim goes with it: the answer is saved, and the run goes on elsewhere)."""
         record = execution.record
         record.status = RunStatus.queued
         record.lease_owner = record.lease_expires = None

@@ -182,6 +182,7 @@ class RunState:
         self._agent: str = run.agent
         self._store = run._execution.store
         self._signal: asyncio.Event = run.signal
+        self._claim = run._execution.claim  # a write: a resume's deferred claim goes first
 
     def _scope(self, scope: Scope, key: str) -> str:
         if not isinstance(key, str) or not jsontext.storable_name(key):
@@ -205,10 +206,13 @@ class RunState:
             text, _ = jsontext.encode(value)
         except ValueError as exc:
             raise UnstorableValue(f"the value of state {key!r} cannot be stored as JSON: {exc}") from None
+        await self._claim()
         await self._reach(self._store.set_state(where, key, text))
 
     async def delete(self, key: str, *, scope: Scope = "thread") -> None:
-        await self._reach(self._store.delete_state(self._scope(scope, key), key))
+        where = self._scope(scope, key)
+        await self._claim()
+        await self._reach(self._store.delete_state(where, key))
 
     async def _reach(self, call: Awaitable[T]) -> T:
         """A state call. A store out of reach stops this execution, as a failed commit does: the

@@ -1,9 +1,10 @@
 """A resume that waits writes its claim with the execution's first write (``DeferredClaim``).
 
-What must hold: the answer is saved before any new work runs and at the latest after
-``CLAIM_WAIT``; a resume that only replays is one write; a resume that loses its race saves
-nothing and is refused; a store outage or a shutdown before the write is an error, and the run
-still waits for its answer.
+What must hold: the answer is saved before any new work runs, before a state write, and at the
+latest after ``CLAIM_WAIT``; a resume that only replays is one write; a resume that loses its
+race saves nothing and is refused, even when the winner parked at the next interrupt; a store
+outage before the write is an error and the run still waits for its answer; a shutdown hands the
+run on with its answer saved; a framework's agent is claimed before it runs, as before.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import agent_unit._execution
-from agent_unit import NotInterrupted, Run, RunEngine, RunStatus, define_agent
+from agent_unit import NotInterrupted, Run, RunConflict, RunEngine, RunStatus, define_agent
+from agent_unit._agent import Agent
 from agent_unit._records import JournalEntry, RunRecord
 from agent_unit.errors import StoreUnavailable
 from agent_unit.stores.sqlite import SQLiteStore
@@ -79,13 +82,35 @@ async def charge(input: None, run: Run) -> str:
 
 
 @define_agent
+async def twice(input: None, run: Run) -> list[str]:
+    first = await run.interrupt("approve", answer=str)
+    second = await run.interrupt("approve", answer=str)
+    return [first, second]
+
+
+@define_agent
+async def keeps(input: None, run: Run) -> str:
+    answer = await run.interrupt("approve", answer=str)
+    await run.state.set("answer", answer)  # a write outside the journal
+    await HOLD[run.id].wait()
+    return answer
+
+
+@define_agent
 async def holds(input: None, run: Run) -> str:
     answer = await run.interrupt("approve", answer=str)
     await HOLD[run.id].wait()  # not a step: nothing in the journal, no write
     return await run.step("after", lambda: EFFECTS.append(f"{run.id} {answer}") or answer)
 
 
-AGENTS = {"approve": approve, "charge": charge, "holds": holds}
+async def _framed(input: None, run: Run) -> bool:
+    return bool(await run.interrupt("approve", answer=bool))
+
+
+framed = Agent(_framed, name="framed")
+framed.framework = "some-framework"  # as an adapter's agent says; its adapter may write outside the journal
+
+AGENTS = {"approve": approve, "charge": charge, "holds": holds, "twice": twice, "keeps": keeps, "framed": framed}
 
 
 def _engine(store: SQLiteStore) -> RunEngine:
@@ -171,6 +196,70 @@ async def test_a_waited_resume_that_loses_the_race_saves_nothing_and_is_refused(
     await second.aclose()
 
 
+async def test_a_waited_resume_that_loses_to_a_winner_now_at_the_next_interrupt_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The winner's one write parks the run at its second interrupt: the loser's answer, meant for the
+    first, must not land on the second."""
+    store = CountingStore(tmp_path / "runs.db")
+    first, second = _engine(store), _engine(SQLiteStore(tmp_path / "runs.db"))
+    parked = await _parked(first, "twice")
+    real = store.save_run
+    gate = asyncio.Event()
+
+    async def late_save(record: RunRecord, **kwargs: Any) -> int:
+        await gate.wait()  # the first resume's one write waits until the second has won
+        return await real(record, **kwargs)
+
+    monkeypatch.setattr(store, "save_run", late_save)
+    resuming = asyncio.ensure_future(first.resume(parked.id, "from-first", wait=True))
+    await asyncio.sleep(0.05)
+    won = await second.resume(parked.id, "from-second", wait=True)
+    assert won.status == RunStatus.interrupted and won.interrupt is not None
+    gate.set()
+    with pytest.raises(RunConflict, match="no longer waits at interrupt:approve#0"):  # a 409
+        await resuming
+    stored = await second.get(parked.id)
+    assert stored.status == RunStatus.interrupted and stored.interrupt is not None
+    assert stored.interrupt.key == "interrupt:approve#1"
+    assert [answer.key for answer in stored.answers] == ["interrupt:approve#0"]
+    journal = await store.load_journal(parked.id)
+    assert {key: entry.value for key, entry in journal.items()} == {"interrupt:approve#0": '"from-second"'}
+    await first.aclose()
+    await second.aclose()
+
+
+async def test_a_waited_resume_writes_its_claim_before_a_state_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)  # only the state write can claim it
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await _parked(engine, "keeps")
+    resuming = asyncio.ensure_future(engine.resume(parked.id, "yes", wait=True))
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if await store.get_state(f"thread:{parked.thread_id}", "answer") is not None:
+            break
+    stored = await store.load_run(parked.id)
+    assert stored is not None and stored.status == RunStatus.running
+    assert "interrupt:approve#0" in await store.load_journal(parked.id)
+    HOLD[parked.id].set()
+    assert (await resuming).output == "yes"
+    await engine.aclose()
+
+
+async def test_a_framework_agent_is_claimed_before_it_runs(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "runs.db")
+    engine = _engine(store)
+    parked = await engine.start("framed", None, wait=True)
+    store.saves = 0
+    done = await engine.resume(parked.id, True, wait=True)
+    assert done.status == RunStatus.completed and done.output is True
+    assert store.saves == 2  # the claim, then the end: nothing deferred
+    await engine.aclose()
+
+
 async def test_a_waited_resume_cancelled_before_its_write_is_refused_and_saves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -215,7 +304,7 @@ async def test_a_waited_resume_whose_write_meets_an_outage_fails_and_the_run_sti
     await engine.aclose()
 
 
-async def test_a_waited_resume_cut_by_a_shutdown_before_its_write_fails_and_the_run_still_waits(
+async def test_a_shutdown_before_a_waited_resume_is_written_hands_the_run_on_with_its_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)
@@ -225,12 +314,12 @@ async def test_a_waited_resume_cut_by_a_shutdown_before_its_write_fails_and_the_
     resuming = asyncio.ensure_future(engine.resume(parked.id, "yes", wait=True))
     await asyncio.sleep(0.05)
     await engine.aclose()
-    with pytest.raises(StoreUnavailable, match="send it again"):
-        await resuming
+    handed = await resuming
+    assert handed.status == RunStatus.queued  # released: any process's sweep goes on with it
+    assert (await store.load_journal(parked.id))["interrupt:approve#0"].value == '"yes"'
     again = _engine(SQLiteStore(tmp_path / "runs.db"))
-    stored = await again.get(parked.id)
-    assert stored.status == RunStatus.interrupted
     HOLD[parked.id].set()
-    done = await again.resume(parked.id, "yes", wait=True)
-    assert done.status == RunStatus.completed and EFFECTS.count(f"{parked.id} yes") == 1
+    done = await again.advance(parked.id)
+    assert done.status == RunStatus.completed and done.output == "yes"
+    assert EFFECTS.count(f"{parked.id} yes") == 1
     await again.aclose()
