@@ -557,7 +557,8 @@ class Run:
         execution = self._execution
         if execution.record.retry is not None:  # only a retried run's journal can refuse new work
             self._check_new(key, name)
-        if execution.deferred is not None:  # a resume's claim, written before any new work runs
+        deferred = execution.deferred
+        if deferred is not None and not deferred.create:  # a resume's claim, written before new work runs
             await execution.claim()
         execution.before_step()
         texts = step and type(name) is str  # a name of another type is refused further on
