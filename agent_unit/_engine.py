@@ -30,7 +30,7 @@ from ._answers import check_answer
 from ._clock import Clock, SystemClock, to_datetime
 from ._deadlines import expiry_entry, late_answer
 from ._durations import Duration, parse_duration
-from ._execution import DeferredClaim, Execution
+from ._execution import Execution
 from ._executor import Executor
 from ._host import SERVER, Host, OnContinue, ScheduleWake
 from ._ids import new_id
@@ -340,27 +340,10 @@ class RunEngine:
     ) -> RunRecord:
         """Create a run and execute it; with ``wait``, return once it parks or ends.
 
-        ``limits``: this run's, within the engine's (``InvalidArgument`` if one is over).
-
-        With ``wait`` (a plain agent's run), the run is stored with the execution's first write,
-        its first step's entry with it (see :class:`~agent_unit._execution.DeferredClaim`): a run
-        that steps once and parks is two transactions, not three. Until then the store has no
-        trace of it, so if the process dies first, this call fails and nothing was started.
-        """
-        defer = wait and self.agent(agent).framework == "plain"
-        record, opened, deferred = await self._create(
-            agent, input, thread_id=thread_id, leased=True, limits=limits, defer=defer
-        )
-        self._executor.spawn(record, fresh=True, opened=opened, deferred=deferred)
-        if not wait:
-            return record.model_copy()
-        task, execution = self._executor.executions[record.id]
-        await _finished(task)
-        if execution.deferred is not None:  # never stored: nothing of the run is
-            raise execution.unclaimed or StoreUnavailable(f"run {record.id} was not stored: start it again")
-        if execution.left is not None and record.id not in self._executor.executions:
-            return execution.left  # parked or ended, and nothing went on from there: no read
-        return await self.wait(record.id)
+        ``limits``: this run's, within the engine's (``InvalidArgument`` if one is over)."""
+        record, opened = await self._create(agent, input, thread_id=thread_id, leased=True, limits=limits)
+        self._executor.spawn(record, fresh=True, opened=opened)
+        return await self.wait(record.id) if wait else record.model_copy()
 
     async def create(
         self,
@@ -372,7 +355,7 @@ class RunEngine:
     ) -> RunRecord:
         """Store a new run, queued for an executor elsewhere (another engine, e.g. Temporal's workers,
         which :meth:`advance` it): nothing executes it here, and nothing sweeps it."""
-        record, _, _ = await self._create(agent, input, thread_id=thread_id, leased=False, limits=limits)
+        record, _ = await self._create(agent, input, thread_id=thread_id, leased=False, limits=limits)
         return record
 
     async def _create(
@@ -383,11 +366,9 @@ class RunEngine:
         thread_id: str | None,
         leased: bool,
         limits: Limits | Mapping[str, Any] | None = None,
-        defer: bool = False,
-    ) -> tuple[RunRecord, Any, DeferredClaim | None]:
+    ) -> tuple[RunRecord, Any]:
         """The new run, stored; and, when it is leased here and OpenTelemetry is on, its first
-        span, opened now so the run is stored with its trace context (``record.trace``).
-        ``defer``: not stored yet; returned with the claim that stores it (see :meth:`start`)."""
+        span, opened now so the run is stored with its trace context (``record.trace``)."""
         definition = self.agent(agent)
         _check_thread_id(thread_id)
         stored = _stored_input(definition, agent, input)
@@ -411,13 +392,10 @@ class RunEngine:
         )
         observed = telemetry.active() if leased else None
         opened = None if observed is None else observed.open_run(record)
-        started = ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))
-        if defer:
-            if observed is not None:
-                observed.started(record.agent)
-            return record, opened, DeferredClaim(0, (), (started,), create=True)
         try:
-            await self.store.create_run(record, events=[started])
+            await self.store.create_run(
+                record, events=[ev.dumps(ev.run_started(record.id, record.thread_id, record.attempt))]
+            )
         except BaseException:
             if opened is not None:
                 opened.end()
@@ -425,7 +403,7 @@ class RunEngine:
         if observed is not None:  # a queued run counts once its executor accepts it (Temporal's start)
             observed.started(record.agent)
         self.tail.notify(record.id)
-        return record, opened, None
+        return record, opened
 
     async def discard(self, run_id: str) -> None:
         """Delete a run that :meth:`create` stored and nothing ever executed (its executor refused it)."""

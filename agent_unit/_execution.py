@@ -20,7 +20,7 @@ from ._parks import Cancelled, Yielded
 from ._prices import Prices
 from ._records import JournalEntry, RunRecord
 from ._retries import stored_key
-from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, RunConflict, RunNotFound, StepResultError, StoreUnavailable
+from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, StoreUnavailable
 from .stores import Store
 
 if TYPE_CHECKING:
@@ -99,24 +99,20 @@ class TurnLock:
 
 @dataclass(frozen=True, slots=True)
 class DeferredClaim:
-    """A claim not written yet: a resume's compare-and-set from ``expected`` (the version the
-    answer was checked against) with the answer's journal entries and events, or (``create``) a
-    new run's creation with its first events.
+    """A resume's claim not written yet: the compare-and-set from ``expected`` (the version the
+    answer was checked against), with the answer's journal entries and events.
 
-    A resume or a start that waits for its outcome claims the run this way (``Executor.claim``,
-    ``RunEngine.start``): the claim goes into the execution's first write, so a resume that only
-    replays to its end or next park is one transaction, not two, and a start's creation goes with
-    its first step's entry. A resume's claim is written before any new work starts (a step, a
-    model or tool call: two racers never both run one); a new run has no racer, so its first step
-    runs first and is written with it. Either is written before any event, before a state write,
-    and at the latest after :data:`CLAIM_WAIT`, so nothing waits in memory while the agent does
-    other things.
+    A resume that waits for its outcome claims the run this way (see ``Executor.claim``): the
+    agent replays its journal first, which writes nothing, and the claim goes into the
+    execution's first write, so a resume that only replays to its end or next park is one
+    transaction, not two. It is written before any new work starts (a step, a model or tool
+    call: two racers never both run one), before any event, and at the latest after
+    :data:`CLAIM_WAIT`, so an answer is not left in memory while the agent does other things.
     """
 
     expected: int
     journal: tuple[JournalEntry, ...]
     events: tuple[str, ...]
-    create: bool = False
 
 
 class Execution:
@@ -201,17 +197,8 @@ class Execution:
         finally:
             lock.release()
 
-    async def claim_held(
-        self, journal: tuple[JournalEntry, ...] = (), events: list[str] | tuple[str, ...] = ()
-    ) -> None:
-        """:meth:`claim`, for a caller holding :attr:`lock`, with ``journal`` and ``events`` of the
-        caller's own write in the same transaction (the record is saved as it is now).
-
-        Raises ``Cancelled`` if the claim cannot be written (the run changed, or the store is out of
-        reach): this execution then saves nothing. What the store refuses for good in the caller's
-        own entries (too large, not storable) is raised as it is: nothing was written, and the
-        caller handles it as it would its own write's.
-        """
+    async def claim_held(self) -> None:
+        """:meth:`claim`, for a caller holding :attr:`lock`; raises ``Cancelled`` if it cannot be written."""
         claim = self.deferred
         if claim is None:
             return
@@ -219,26 +206,15 @@ class Execution:
             raise Cancelled()
         record = self.record
         try:
-            if claim.create:
-                await self.store.create_run(record, journal=journal, events=(*claim.events, *events))
-            else:
-                await self.store.save_run(
-                    record,
-                    expected_version=claim.expected,
-                    journal=(*claim.journal, *journal),
-                    events=(*claim.events, *events),
-                )
-        except (RunConflict, RunNotFound, StoreUnavailable) as exc:
+            await self.store.save_run(
+                record, expected_version=claim.expected, journal=claim.journal, events=claim.events
+            )
+        except AgentUnitError as exc:  # a conflict (someone else changed the run), an outage, a refusal
             self.claim_refused(exc)
             raise Cancelled() from None
-        except _REFUSED as exc:
-            if journal or events:
-                raise  # the caller's entries: its own write's refusal
-            self.claim_refused(exc if isinstance(exc, AgentUnitError) else StoreUnavailable(str(exc)))
-            raise Cancelled() from None
-        except Exception as exc:  # whatever the driver raised, nothing is saved
-            log.exception("writing run %s failed", record.id)
-            self.claim_refused(StoreUnavailable(f"writing run {record.id} failed: send it again"))
+        except Exception as exc:  # whatever the driver raised, the answer is not saved
+            log.exception("saving the answer to run %s failed", record.id)
+            self.claim_refused(StoreUnavailable(f"saving the answer to run {record.id} failed: send it again"))
             raise Cancelled() from exc
         record.version = claim.expected + 1
         self.claim_written()
@@ -340,12 +316,11 @@ class Execution:
         if not lock.take():
             await lock.acquire()
         try:
-            if self.deferred is None:
-                await self.store.append(
-                    self.record.id, owner=self.owner, journal=(entry,), events=self.events.drain(*events)
-                )
-            else:  # a new run's first step: written with the run (a resume claims before new work runs)
-                await self.claim_held((entry,), self.events.drain(*events))
+            if self.deferred is not None:  # new work claims first (Run._journaled): only a defence
+                await self.claim_held()
+            await self.store.append(
+                self.record.id, owner=self.owner, journal=(entry,), events=self.events.drain(*events)
+            )
         except (LeaseLost, StoreUnavailable):
             # Lost, or the store is out of reach: stop here and save nothing. The lease lapses
             # and a sweep (here or anywhere) recovers the run from its journal.
@@ -419,13 +394,13 @@ class Execution:
     async def flush(self) -> None:
         async with self.lock:
             if self.events and not self.signal.is_set():
-                try:
-                    if self.deferred is not None:  # the claim, with these events
-                        await self.claim_held((), self.events.drain())
+                if self.deferred is not None:
+                    try:
+                        await self.claim_held()
+                    except Cancelled:
                         return
+                try:
                     await self.store.append(self.record.id, owner=self.owner, events=self.events.drain())
-                except Cancelled:  # the claim was refused: this execution stops (its signal is set)
-                    return
                 except (LeaseLost, StoreUnavailable):  # as in commit: the run is recovered from its journal
                     self.signal.set()
                     return

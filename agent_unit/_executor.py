@@ -400,19 +400,23 @@ class Executor:
         async with execution.lock:
             expected = record.version  # read under the lock: a lease renewal bumps it
             events = execution.events.drain(event)
-            if execution.deferred is not None:  # the execution's first write: the claim goes with it
-                try:
-                    await execution.claim_held(journal, events)
-                except Cancelled:
-                    return False  # the run changed since it was read, or the store is away: nothing is saved
-                if record.status in _LEFT:
-                    execution.left = record
-                return True
+            claim = execution.deferred
+            if claim is not None and execution.unclaimed is not None:
+                return False  # the claim was refused: this execution saves nothing
+            if claim is not None:  # this save is the execution's first write: the claim goes with it
+                expected = claim.expected
+                journal = (*claim.journal, *journal)
+                events = [*claim.events, *events]
             while True:
                 try:
                     await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=events)
                     break
-                except RunConflict:
+                except (RunConflict, StoreUnavailable) as exc:
+                    if claim is not None:  # the run changed since the answer was checked, or the store is away
+                        execution.claim_refused(exc)
+                        return False
+                    if not isinstance(exc, RunConflict):
+                        raise
                     stored = await self._engine.store.load_run(record.id)
                     if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
                         log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
@@ -420,6 +424,8 @@ class Executor:
                         return False
                     expected = stored.version  # still ours: a message was stored meanwhile (send)
         record.version = expected + 1
+        if claim is not None:
+            execution.claim_written()
         if record.status in _LEFT:
             execution.left = record
         self._engine.tail.notify(record.id)

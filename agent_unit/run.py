@@ -557,8 +557,7 @@ class Run:
         execution = self._execution
         if execution.record.retry is not None:  # only a retried run's journal can refuse new work
             self._check_new(key, name)
-        deferred = execution.deferred
-        if deferred is not None and not deferred.create:  # a resume's claim, written before new work runs
+        if execution.deferred is not None:  # a resume's claim, written before any new work runs
             await execution.claim()
         execution.before_step()
         texts = step and type(name) is str  # a name of another type is refused further on

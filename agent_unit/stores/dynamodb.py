@@ -351,12 +351,10 @@ class DynamoDBStore:
 
     # -- runs -------------------------------------------------------------------------------
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
         item = _run_item(record, version=record.version, seq=len(events))
         put = {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}
-        failed = await self._transact([put, *self._writes(record.id, journal, events, 0)])
+        failed = await self._transact([put, *self._writes(record.id, (), events, 0)])
         if failed is not None:
             raise RunConflict(f"run {record.id} already exists")
         self._seqs[record.id] = len(events)

@@ -52,15 +52,13 @@ class MemoryStore:
             run.events.append(StoredEvent(run.seq, data))
         return run.seq
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
         _check(record)
-        check_writes(journal, events)
+        check_writes((), events)
         if record.id in self._runs:
             raise RunConflict(f"run {record.id} already exists")
         run = self._runs[record.id] = _Run(record.model_copy(deep=True))
-        return self._write(run, journal, events)
+        return self._write(run, (), events)
 
     async def load_run(self, run_id: str) -> RunRecord | None:
         run = self._runs.get(run_id)

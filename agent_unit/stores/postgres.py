@@ -269,10 +269,8 @@ class PostgresStore:
 
     # runs
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
-        params = {**_writes(record.id, journal, events), **_columns(record)}
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        params = {**_writes(record.id, (), events), **_columns(record)}
         seq = await self._write(_CREATE, params, record.id)
         return seq or 0
 

@@ -52,14 +52,10 @@ class Store(Protocol):
     url: str
     """The store's URL with any password removed: safe for logs and errors."""
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
-        """Insert a new run with its first journal entries and events, in one transaction; return
-        the last seq minted (0 if none).
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        """Insert a new run and its first events; return the last seq minted (0 if none).
 
-        Raises ``RunConflict`` if the id exists. ``journal``: a start that waits writes the run
-        with its first step's entry (see ``agent_unit._execution.DeferredClaim``).
+        Raises ``RunConflict`` if the id exists.
         """
         ...
 

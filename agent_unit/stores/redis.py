@@ -379,12 +379,10 @@ class RedisStore:
 
     # runs
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
         _, agent, thread_id, status, version, owner, expires, due_at, data = run_row(record)
         args = [agent, thread_id, status, str(version), owner or "", _number(expires), _number(due_at), data]
-        result = await self._call("create", record.id, [*args, *_entries(journal), *_events(events)])
+        result = await self._call("create", record.id, [*args, "0", *_events(events)])
         if result[0] == 1:
             raise RunConflict(f"run {record.id} already exists")
         return int(result[1])

@@ -329,12 +329,10 @@ class SQLiteStore:
 
     # Each public method is ``_call`` of a synchronous one: a whole transaction that can be tried again.
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
-        return await self._call(self._create_run, record, journal, events)
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        return await self._call(self._create_run, record, events)
 
-    def _create_run(self, record: RunRecord, journal: Sequence[JournalEntry], events: Sequence[str]) -> int:
+    def _create_run(self, record: RunRecord, events: Sequence[str]) -> int:
         self._held.pop(record.id, None)
         row = run_row(record)
         with self._write() as db:
@@ -342,7 +340,7 @@ class SQLiteStore:
                 db.execute(f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})", row)
             except sqlite3.IntegrityError:
                 raise RunConflict(f"run {record.id} already exists") from None
-            last = self._insert(record.id, journal, events, last=0)
+            last = self._insert(record.id, (), events, last=0)
         self._remember(record.id, last, record.status == RunStatus.running)
         return last
 

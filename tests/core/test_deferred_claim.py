@@ -1,13 +1,10 @@
-"""A resume or a start that waits writes its claim with the execution's first write (``DeferredClaim``).
+"""A resume that waits writes its claim with the execution's first write (``DeferredClaim``).
 
 What must hold: the answer is saved before any new work runs, before a state write, and at the
 latest after ``CLAIM_WAIT``; a resume that only replays is one write; a resume that loses its
 race saves nothing and is refused, even when the winner parked at the next interrupt; a store
 outage before the write is an error and the run still waits for its answer; a shutdown hands the
-run on with its answer saved; a framework's agent is claimed before it runs, as before. A start
-that waits is stored with its first step's entry, or within ``CLAIM_WAIT`` if that step is slow;
-an outage stores nothing and the start fails; a start that does not wait is stored before it
-answers.
+run on with its answer saved; a framework's agent is claimed before it runs, as before.
 """
 
 from __future__ import annotations
@@ -33,24 +30,13 @@ STORES: list[SQLiteStore] = []  # the store the test opened last, for a step to 
 
 
 class CountingStore(SQLiteStore):
-    """The SQLite store, counting the writes of an execution; ``refuse`` fails the next save_run or
-    create_run."""
+    """The SQLite store, counting the writes of an execution; ``refuse`` fails the next save_run."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.saves = 0
         self.appends = 0
-        self.creates: list[list[str]] = []  # the journal keys each create_run wrote
         self.refuse = False
-
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
-        if self.refuse:
-            self.refuse = False
-            raise StoreUnavailable("the store is out of reach")
-        self.creates.append([entry.key for entry in journal])
-        return await super().create_run(record, journal=journal, events=events)
 
     async def save_run(
         self,
@@ -117,20 +103,6 @@ async def holds(input: None, run: Run) -> str:
     return await run.step("after", lambda: EFFECTS.append(f"{run.id} {answer}") or answer)
 
 
-@define_agent
-async def asks(input: None, run: Run) -> bool:
-    return await run.interrupt("approve", answer=bool)
-
-
-@define_agent
-async def slow(input: None, run: Run) -> str:
-    async def work() -> str:
-        await HOLD.setdefault(run.id, asyncio.Event()).wait()
-        return "done"
-
-    return await run.step("work", work)
-
-
 async def _framed(input: None, run: Run) -> bool:
     return bool(await run.interrupt("approve", answer=bool))
 
@@ -138,16 +110,7 @@ async def _framed(input: None, run: Run) -> bool:
 framed = Agent(_framed, name="framed")
 framed.framework = "some-framework"  # as an adapter's agent says; its adapter may write outside the journal
 
-AGENTS = {
-    "approve": approve,
-    "charge": charge,
-    "holds": holds,
-    "twice": twice,
-    "keeps": keeps,
-    "framed": framed,
-    "asks": asks,
-    "slow": slow,
-}
+AGENTS = {"approve": approve, "charge": charge, "holds": holds, "twice": twice, "keeps": keeps, "framed": framed}
 
 
 def _engine(store: SQLiteStore) -> RunEngine:
@@ -162,10 +125,7 @@ async def _parked(engine: RunEngine, agent: str) -> RunRecord:
     return record
 
 
-async def test_a_waited_resume_that_replays_to_its_end_writes_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)  # a loaded machine cannot split the write
+async def test_a_waited_resume_that_replays_to_its_end_writes_once(tmp_path: Path) -> None:
     store = CountingStore(tmp_path / "runs.db")
     engine = _engine(store)
     parked = await _parked(engine, "approve")
@@ -289,8 +249,7 @@ async def test_a_waited_resume_writes_its_claim_before_a_state_write(
     await engine.aclose()
 
 
-async def test_a_framework_agent_is_claimed_before_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)  # a loaded machine cannot split the write
+async def test_a_framework_agent_is_claimed_before_it_runs(tmp_path: Path) -> None:
     store = CountingStore(tmp_path / "runs.db")
     engine = _engine(store)
     parked = await engine.start("framed", None, wait=True)
@@ -364,77 +323,3 @@ async def test_a_shutdown_before_a_waited_resume_is_written_hands_the_run_on_wit
     assert done.status == RunStatus.completed and done.output == "yes"
     assert EFFECTS.count(f"{parked.id} yes") == 1
     await again.aclose()
-
-
-async def test_a_waited_start_is_stored_with_its_first_step_in_one_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)  # a loaded machine cannot split the write
-    store = CountingStore(tmp_path / "runs.db")
-    engine = _engine(store)
-    parked = await engine.start("approve", None, wait=True)
-    assert parked.status == RunStatus.interrupted
-    assert store.creates == [["step:work#0"]] and (store.appends, store.saves) == (0, 1)  # two writes, not three
-    stored = await store.load_run(parked.id)
-    assert stored is not None and stored.status == RunStatus.interrupted and stored.version == parked.version
-    types = [event.to_dict()["type"] for event in await engine.events(parked.id)]
-    assert types == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED", "RUN_INTERRUPTED"]
-    await engine.aclose()
-
-
-async def test_a_waited_start_that_parks_at_once_is_one_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)  # a loaded machine cannot split the write
-    store = CountingStore(tmp_path / "runs.db")
-    engine = _engine(store)
-    parked = await engine.start("asks", None, wait=True)
-    assert parked.status == RunStatus.interrupted
-    assert store.creates == [[]] and (store.appends, store.saves) == (0, 0)
-    assert (await engine.resume(parked.id, True, wait=True)).output is True
-    await engine.aclose()
-
-
-async def test_a_waited_start_whose_first_step_is_slow_is_stored_within_the_claim_wait(tmp_path: Path) -> None:
-    store = CountingStore(tmp_path / "runs.db")
-    engine = _engine(store)
-    starting = asyncio.ensure_future(engine.start("slow", None, wait=True))
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        if store.creates:
-            break
-    assert store.creates == [[]] and not starting.done()  # stored alone while its step still runs
-    (run,) = (await store.list_runs()).runs
-    assert run.status == RunStatus.running
-    HOLD[run.id].set()
-    done = await starting
-    assert done.status == RunStatus.completed and done.output == "done"
-    assert list(await store.load_journal(run.id)) == ["step:work#0"]
-    await engine.aclose()
-
-
-async def test_a_waited_start_that_meets_an_outage_fails_and_stores_nothing(tmp_path: Path) -> None:
-    store = CountingStore(tmp_path / "runs.db")
-    engine = _engine(store)
-    store.refuse = True
-    with pytest.raises(StoreUnavailable):
-        await engine.start("approve", None, wait=True)
-    assert (await store.list_runs()).runs == []
-    await engine.aclose()
-
-
-async def test_a_start_that_does_not_wait_is_stored_before_it_answers(tmp_path: Path) -> None:
-    store = CountingStore(tmp_path / "runs.db")
-    engine = _engine(store)
-    record = await engine.start("approve", None)
-    assert await store.load_run(record.id) is not None and store.creates == [[]]
-    await engine.wait(record.id)
-    await engine.aclose()
-
-
-async def test_a_framework_agent_is_stored_before_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)  # a loaded machine cannot split the write
-    store = CountingStore(tmp_path / "runs.db")
-    engine = _engine(store)
-    parked = await engine.start("framed", None, wait=True)
-    assert parked.status == RunStatus.interrupted
-    assert store.creates == [[]] and store.saves == 1  # created, then parked: nothing deferred
-    await engine.aclose()

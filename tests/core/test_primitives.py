@@ -675,7 +675,6 @@ async def test_a_fast_step_is_one_commit_whether_its_function_is_sync_or_async(
     # A wait no thread hop outlasts, so the count does not depend on the machine's load:
     # before, STEP_STARTED was flushed at the loop's next turn, which a sync step always yields.
     monkeypatch.setattr("agent_unit.run.STEP_STARTED_WAIT", 60.0)
-    monkeypatch.setattr("agent_unit._execution.CLAIM_WAIT", 60.0)  # likewise: the run goes with the first step
 
     def sync_noop() -> int:
         return 1
@@ -693,7 +692,7 @@ async def test_a_fast_step_is_one_commit_whether_its_function_is_sync_or_async(
     store = CountingStore()
     unit = create_test_unit({"a": agent}, store)
     record = await unit.run("a")
-    assert record.output == 20 and store.appends == 19  # the first step's entry is written with the run
+    assert record.output == 20 and store.appends == 20
     types = [event["type"] for event in await unit.events(record.id)]
     assert types == ["RUN_STARTED", *["STEP_STARTED", "STEP_FINISHED"] * 20, "RUN_FINISHED"]
 

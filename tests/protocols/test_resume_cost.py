@@ -111,14 +111,11 @@ async def test_telemetry_reads_the_environment_once_and_again_after_reset(monkey
     telemetry.reset()
 
 
-async def test_a_resume_over_http_makes_three_store_calls_and_starts_one_task(
-    http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_resume_over_http_makes_three_store_calls_and_starts_one_task(http: httpx.AsyncClient) -> None:
     """Read (authorize), journal, then the claim and the end in one write (a resume that waits
     defers its claim to the execution's first write, and this one replays to its end): and one
     task, the execution; its lease renewal is a timer until a third of the lease has passed, and
     this execution ends long before. On SQLite those calls run 8 statements."""
-    monkeypatch.setattr("agent_unit._execution.CLAIM_WAIT", 60.0)  # a loaded machine cannot split the write
     run_id = await parked(http)
     store = http.app.engine.store  # type: ignore[attr-defined]
     calls: list[str] = []

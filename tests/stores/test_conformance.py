@@ -60,20 +60,6 @@ async def test_a_runs_trace_context_is_kept_through_create_save_and_every_read(s
     assert "trace" not in record.public()  # bookkeeping, like the lease: not in the API's record
 
 
-async def test_create_writes_the_runs_first_journal_entries_and_events_with_it(store: Store) -> None:
-    record = make_record(lease_owner="a")
-    entries = [JournalEntry("step:work#0", "1"), JournalEntry("step:more#0", '{"b":2}', meta={"hash": "h"})]
-    assert await store.create_run(record, journal=entries, events=["{}", '{"x":1}']) == 2
-    assert await store.load_journal(record.id) == {entry.key: entry for entry in entries}
-    assert [event.seq for event in await store.read_events(record.id)] == [1, 2]
-    assert await store.append(record.id, owner="a", journal=[JournalEntry("step:next#0", "3")], events=["{}"]) == 3
-    with pytest.raises(RunConflict):  # an entry written with the run is taken, as an appended one is
-        await store.append(record.id, owner="a", journal=[JournalEntry("step:work#0", "9")])
-    with pytest.raises(RunConflict):  # and an existing id writes nothing, its journal neither
-        await store.create_run(record, journal=[JournalEntry("step:other#0", "4")])
-    assert sorted(await store.load_journal(record.id)) == ["step:more#0", "step:next#0", "step:work#0"]
-
-
 async def test_create_refuses_an_existing_id(store: Store) -> None:
     record = make_record()
     await store.create_run(record)

@@ -166,13 +166,11 @@ class D1Store:
 
     # -- the protocol -----------------------------------------------------------------------
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
         row = _row(record)
-        check_writes(journal, events)
+        check_writes((), events)
         insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})"
-        results = await self._batch([(insert, *row), *self._inserts(record.id, journal, events)], record.id)
+        results = await self._batch([(insert, *row), *self._inserts(record.id, (), events)], record.id)
         return int(results[-1][0]["seq"])
 
     async def load_run(self, run_id: str) -> RunRecord | None:

@@ -135,16 +135,16 @@ class RunStorage:
             if _rows(self.sql.exec("SELECT 1 AS x FROM journal WHERE key = ?", entry.key))
         ]
 
-    async def create(self, record: RunRecord, events: Sequence[str], journal: Sequence[JournalEntry] = ()) -> int:
+    async def create(self, record: RunRecord, events: Sequence[str]) -> int:
         row = run_row(record)
         check_text(*(value for value in row if isinstance(value, str)))
-        check_writes(journal, events)
+        check_writes((), events)
         if self.run_id is not None:
             raise RunConflict(f"run {record.id} already exists" if self.run_id == record.id else "object is taken")
 
         def write() -> int:
             self.sql.exec(f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})", *row)
-            return self._insert(journal, events)
+            return self._insert((), events)
 
         last = int(self._transaction(write))
         self.run_id = record.id
@@ -455,22 +455,16 @@ class DurableObjectsStore:
 
     # -- the protocol ----------------------------------------------------------------------
 
-    async def create_run(
-        self, record: RunRecord, *, journal: Sequence[JournalEntry] = (), events: Sequence[str] = ()
-    ) -> int:
-        _check(record, events, journal)
+    async def create_run(self, record: RunRecord, *, events: Sequence[str] = ()) -> int:
+        _check(record, events)
         if self.home is not None and self.home.run_id is None:
             # Listed first: a run the index cannot find could never be reached by its id, and
             # the index refuses an id that exists in another object.
             await self._register(record, new=True)
-            return await self.home.create(record, events, journal)
+            return await self.home.create(record, events)
         # Not in an empty run object: the run gets an object of its own.
         stub = self.fresh_stub()
-        payload = {
-            "record": list(run_row(record)),
-            "events": list(events),
-            "journal": [list(journal_row("", entry)[1:]) for entry in journal],
-        }
+        payload = {"record": list(run_row(record)), "events": list(events)}
         return int(await _remote(stub.agent_unit_rpc("create_run", json.dumps(payload))))
 
     async def load_run(self, run_id: str) -> RunRecord | None:
@@ -617,13 +611,13 @@ class DurableObjectsStore:
         home = self.home
         if home is None:
             raise RuntimeError("only a run's object serves run operations")
-        journal = [journal_from_row(*row) for row in args.get("journal", ())]
         if op == "create_run":
             record = run_from_row(tuple(args["record"]))
-            return await self.create_run(record, journal=journal, events=args["events"])
+            return await self.create_run(record, events=args["events"])
         run_id = args["run_id"]
         if home.run_id != run_id:
             return None if op != "delete_run" else False
+        journal = [journal_from_row(*row) for row in args.get("journal", ())]
         if op == "load_run":
             found = home.load(run_id)
             return None if found is None else list(run_row(found))
