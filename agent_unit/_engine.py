@@ -491,7 +491,10 @@ class RunEngine:
         await _finished(task)
         if execution.deferred is not None:  # not seen to be written
             stored = await self.get(run_id)
-            if mine in stored.answers:  # written after all (a write cut off by a cancel): the run has it
+            if not isinstance(execution.unclaimed, RunConflict) and mine in stored.answers:
+                # Written after all (a write cut off by a cancel, or an outage after it landed): the run
+                # has it. Not after a refused compare-and-set, which wrote nothing: an answer by nobody
+                # known, taken in the same microsecond as the winner's, is an equal record.
                 return await self.wait(run_id)
             if isinstance(execution.unclaimed, StoreUnavailable):
                 raise execution.unclaimed

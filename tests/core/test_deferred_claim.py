@@ -19,6 +19,7 @@ import pytest
 import agent_unit._execution
 from agent_unit import NotInterrupted, Run, RunConflict, RunEngine, RunStatus, define_agent
 from agent_unit._agent import Agent
+from agent_unit._clock import ManualClock
 from agent_unit._records import JournalEntry, RunRecord
 from agent_unit.errors import StoreUnavailable
 from agent_unit.stores.sqlite import SQLiteStore
@@ -192,6 +193,29 @@ async def test_a_waited_resume_that_loses_the_race_saves_nothing_and_is_refused(
     assert EFFECTS.count(f"{parked.id} second") == 1 and f"{parked.id} first" not in EFFECTS
     journal = await store.load_journal(parked.id)
     assert journal["interrupt:approve#0"].value == '"second"'
+    await first.aclose()
+    await second.aclose()
+
+
+async def test_a_waited_resume_that_loses_to_an_answer_taken_in_the_same_microsecond_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two answers by nobody known, taken at the same moment, are equal ``Answer`` records: the loser
+    must not take the winner's for its own."""
+    monkeypatch.setattr(agent_unit._execution, "CLAIM_WAIT", 60.0)
+    clock = ManualClock()  # both engines read one time
+    store = SQLiteStore(tmp_path / "runs.db")
+    first = RunEngine(AGENTS, store, clock=clock, background_sweep=False)
+    second = RunEngine(AGENTS, SQLiteStore(tmp_path / "runs.db"), clock=clock, background_sweep=False)
+    STORES.append(store)
+    parked = await _parked(first, "holds")
+    resuming = asyncio.ensure_future(first.resume(parked.id, "first", wait=True))
+    await asyncio.sleep(0.05)
+    await second.resume(parked.id, "second")
+    HOLD[parked.id].set()
+    assert (await second.wait(parked.id)).output == "second"
+    with pytest.raises(NotInterrupted):
+        await resuming
     await first.aclose()
     await second.aclose()
 
