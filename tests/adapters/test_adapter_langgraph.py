@@ -301,9 +301,11 @@ async def test_a_second_run_on_the_thread_continues_its_state() -> None:
 def saver_over(store: MemoryStore, thread_id: str = "t1") -> AgentUnitSaver:
     from agent_unit.adapters.langgraph_checkpoint import AgentUnitSaver
 
-    run = SimpleNamespace(
-        thread_id=thread_id, agent="a", _execution=SimpleNamespace(store=store), signal=asyncio.Event()
-    )
+    async def claimed() -> None:  # an execution with no claim left to write
+        return None
+
+    execution = SimpleNamespace(store=store, claim=claimed)
+    run = SimpleNamespace(thread_id=thread_id, agent="a", _execution=execution, signal=asyncio.Event())
     return AgentUnitSaver(RunState(run), thread_id)  # type: ignore[arg-type]
 
 
