@@ -20,7 +20,7 @@ from ._parks import Cancelled, Yielded
 from ._prices import Prices
 from ._records import JournalEntry, RunRecord
 from ._retries import stored_key
-from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, StepResultError, StoreUnavailable
+from .errors import VALUE_ERRORS, AgentUnitError, LeaseLost, RunConflict, StepResultError, StoreUnavailable
 from .stores import Store
 
 if TYPE_CHECKING:
@@ -197,8 +197,14 @@ class Execution:
         finally:
             lock.release()
 
-    async def claim_held(self) -> None:
-        """:meth:`claim`, for a caller holding :attr:`lock`; raises ``Cancelled`` if it cannot be written."""
+    async def claim_held(self, journal: tuple[JournalEntry, ...] = (), events: list[str] | None = None) -> None:
+        """:meth:`claim`, for a caller holding :attr:`lock`; raises ``Cancelled`` if it cannot be written.
+
+        ``journal`` and ``events`` (given by a save of the record as it is now, the execution's
+        first write): written with the claim, in one transaction. Such a save's own trouble other
+        than a conflict or an outage (its output refused, a driver's error) is raised as it is,
+        with the claim still to write, for the save's caller to handle as it would any save's.
+        """
         claim = self.deferred
         if claim is None:
             return
@@ -207,12 +213,22 @@ class Execution:
         record = self.record
         try:
             await self.store.save_run(
-                record, expected_version=claim.expected, journal=claim.journal, events=claim.events
+                record,
+                expected_version=claim.expected,
+                journal=(*claim.journal, *journal),
+                events=claim.events if events is None else [*claim.events, *events],
             )
-        except AgentUnitError as exc:  # a conflict (someone else changed the run), an outage, a refusal
+        except (RunConflict, StoreUnavailable) as exc:  # someone else changed the run; the store is away
+            self.claim_refused(exc)
+            raise Cancelled() from None
+        except AgentUnitError as exc:
+            if events is not None:
+                raise
             self.claim_refused(exc)
             raise Cancelled() from None
         except Exception as exc:  # whatever the driver raised, the answer is not saved
+            if events is not None:
+                raise
             log.exception("saving the answer to run %s failed", record.id)
             self.claim_refused(StoreUnavailable(f"saving the answer to run {record.id} failed: send it again"))
             raise Cancelled() from exc

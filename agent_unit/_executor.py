@@ -40,6 +40,7 @@ from .errors import (
 from .run import Run, active_run
 
 if TYPE_CHECKING:
+    from ._agent import Agent
     from ._engine import RunEngine
     from ._sweeper import Sweeper
 
@@ -115,8 +116,7 @@ class Executor:
             events = (*events, ev.run_started(record.id, record.thread_id, record.attempt))
         texts = tuple(ev.dumps(event) for event in events)
         deferred = None
-        agent = self._engine.agents.get(record.agent)
-        if defer and agent is not None and agent.framework == "plain" and record.id not in self.executions:
+        if defer and record.id not in self.executions and _plain(self._engine.agents.get(record.agent)):
             deferred = DeferredClaim(expected, journal, texts)
         else:
             await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=texts)
@@ -398,25 +398,21 @@ class Executor:
         record = execution.record
         record.updated_at = to_datetime(self._engine.clock.time())  # type: ignore[assignment]
         async with execution.lock:
-            expected = record.version  # read under the lock: a lease renewal bumps it
             events = execution.events.drain(event)
-            claim = execution.deferred
-            if claim is not None and execution.unclaimed is not None:
-                return False  # the claim was refused: this execution saves nothing
-            if claim is not None:  # this save is the execution's first write: the claim goes with it
-                expected = claim.expected
-                journal = (*claim.journal, *journal)
-                events = [*claim.events, *events]
+            if execution.deferred is not None:  # the execution's first write: the claim goes with it
+                try:
+                    await execution.claim_held(journal, events)  # notifies
+                except Cancelled:
+                    return False  # the run changed since the answer was checked, or the store is away
+                if record.status in _LEFT:
+                    execution.left = record
+                return True
+            expected = record.version  # read under the lock: a lease renewal bumps it
             while True:
                 try:
                     await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=events)
                     break
-                except (RunConflict, StoreUnavailable) as exc:
-                    if claim is not None:  # the run changed since the answer was checked, or the store is away
-                        execution.claim_refused(exc)
-                        return False
-                    if not isinstance(exc, RunConflict):
-                        raise
+                except RunConflict:
                     stored = await self._engine.store.load_run(record.id)
                     if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
                         log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
@@ -424,8 +420,6 @@ class Executor:
                         return False
                     expected = stored.version  # still ours: a message was stored meanwhile (send)
         record.version = expected + 1
-        if claim is not None:
-            execution.claim_written()
         if record.status in _LEFT:
             execution.left = record
         self._engine.tail.notify(record.id)
@@ -586,6 +580,11 @@ class _Renewal:
             self._timer = None
         if self.task is not None and not timer_only:
             self.task.cancel()
+
+
+def _plain(agent: Agent | None) -> bool:
+    """A plain agent's code, which writes only through its run (a framework's adapter may not)."""
+    return agent is not None and agent.framework == "plain"
 
 
 def _park_in(group: BaseExceptionGroup) -> Park | None:

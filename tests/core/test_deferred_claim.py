@@ -119,6 +119,13 @@ def _engine(store: SQLiteStore) -> RunEngine:
     return RunEngine(AGENTS, store, background_sweep=False)
 
 
+async def _resuming(engine: RunEngine, run_id: str, answer: str) -> asyncio.Future[RunRecord]:
+    """A waited resume, given time to replay up to where its agent holds (its claim unwritten)."""
+    resuming = asyncio.ensure_future(engine.resume(run_id, answer, wait=True))
+    await asyncio.sleep(0.05)
+    return resuming
+
+
 async def _parked(engine: RunEngine, agent: str) -> RunRecord:
     record = await engine.start(agent, None, wait=True)
     assert record.status == RunStatus.interrupted
@@ -179,8 +186,7 @@ async def test_a_waited_resume_that_loses_the_race_saves_nothing_and_is_refused(
     store = SQLiteStore(tmp_path / "runs.db")
     first, second = _engine(store), _engine(SQLiteStore(tmp_path / "runs.db"))
     parked = await _parked(first, "holds")
-    resuming = asyncio.ensure_future(first.resume(parked.id, "first", wait=True))
-    await asyncio.sleep(0.05)
+    resuming = await _resuming(first, parked.id, "first")
     stored = await store.load_run(parked.id)
     assert stored is not None and stored.status == RunStatus.interrupted  # nothing written yet
     await second.resume(parked.id, "second")  # another process answers, and it is written at once
@@ -209,8 +215,7 @@ async def test_a_waited_resume_that_loses_to_an_answer_taken_in_the_same_microse
     second = RunEngine(AGENTS, SQLiteStore(tmp_path / "runs.db"), clock=clock, background_sweep=False)
     STORES.append(store)
     parked = await _parked(first, "holds")
-    resuming = asyncio.ensure_future(first.resume(parked.id, "first", wait=True))
-    await asyncio.sleep(0.05)
+    resuming = await _resuming(first, parked.id, "first")
     await second.resume(parked.id, "second")
     HOLD[parked.id].set()
     assert (await second.wait(parked.id)).output == "second"
@@ -236,8 +241,7 @@ async def test_a_waited_resume_that_loses_to_a_winner_now_at_the_next_interrupt_
         return await real(record, **kwargs)
 
     monkeypatch.setattr(store, "save_run", late_save)
-    resuming = asyncio.ensure_future(first.resume(parked.id, "from-first", wait=True))
-    await asyncio.sleep(0.05)
+    resuming = await _resuming(first, parked.id, "from-first")
     won = await second.resume(parked.id, "from-second", wait=True)
     assert won.status == RunStatus.interrupted and won.interrupt is not None
     gate.set()
@@ -291,8 +295,7 @@ async def test_a_waited_resume_cancelled_before_its_write_is_refused_and_saves_n
     store = SQLiteStore(tmp_path / "runs.db")
     engine = _engine(store)
     parked = await _parked(engine, "holds")
-    resuming = asyncio.ensure_future(engine.resume(parked.id, "yes", wait=True))
-    await asyncio.sleep(0.05)
+    resuming = await _resuming(engine, parked.id, "yes")
     cancelled = await engine.cancel(parked.id)
     assert cancelled.status == RunStatus.cancelled
     with pytest.raises(NotInterrupted):
@@ -335,8 +338,7 @@ async def test_a_shutdown_before_a_waited_resume_is_written_hands_the_run_on_wit
     store = SQLiteStore(tmp_path / "runs.db")
     engine = _engine(store)
     parked = await _parked(engine, "holds")
-    resuming = asyncio.ensure_future(engine.resume(parked.id, "yes", wait=True))
-    await asyncio.sleep(0.05)
+    resuming = await _resuming(engine, parked.id, "yes")
     await engine.aclose()
     handed = await resuming
     assert handed.status == RunStatus.queued  # released: any process's sweep goes on with it
