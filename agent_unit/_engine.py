@@ -490,6 +490,8 @@ class RunEngine:
         mine = execution.record.answers[-1]
         await _finished(task)
         if execution.deferred is not None:  # not seen to be written
+            if execution.deferred.deadline is not None:  # the run may still wait there: its deadline's timer again
+                self._sweeper.arm(run_id, execution.deferred.deadline)
             stored = await self.get(run_id)
             if not isinstance(execution.unclaimed, RunConflict) and mine in stored.answers:
                 # Written after all (a write cut off by a cancel, or an outage after it landed): the run

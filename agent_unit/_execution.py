@@ -113,6 +113,9 @@ class DeferredClaim:
     expected: int
     journal: tuple[JournalEntry, ...]
     events: tuple[str, ...]
+    deadline: float | None = None
+    """The answered interrupt's deadline, whose timer the claim disarmed: if the claim is not
+    written, the run may still wait there, and the resume arms that timer again."""
 
 
 class Execution:

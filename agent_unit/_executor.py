@@ -100,6 +100,7 @@ class Executor:
         expected = record.version
         now = self._engine.clock.time()
         parked = record.updated_at  # when it parked (or last changed): the resume latency's start
+        deadline = record.interrupt.expires_at if record.interrupt is not None else None
         expires = now + self._engine.lease_ttl
         assign(
             record,
@@ -117,7 +118,7 @@ class Executor:
         texts = tuple(ev.dumps(event) for event in events)
         deferred = None
         if defer and record.id not in self.executions and _plain(self._engine.agents.get(record.agent)):
-            deferred = DeferredClaim(expected, journal, texts)
+            deferred = DeferredClaim(expected, journal, texts, None if deadline is None else deadline.timestamp())
         else:
             await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=texts)
             record.version = expected + 1

@@ -108,10 +108,23 @@ async def _framed(input: None, run: Run) -> bool:
     return bool(await run.interrupt("approve", answer=bool))
 
 
+@define_agent
+async def deadline(input: None, run: Run) -> str:
+    return "ok" if await run.interrupt("approve", answer=bool, timeout=0.5, default=False) else "declined"
+
+
 framed = Agent(_framed, name="framed")
 framed.framework = "some-framework"  # as an adapter's agent says; its adapter may write outside the journal
 
-AGENTS = {"approve": approve, "charge": charge, "holds": holds, "twice": twice, "keeps": keeps, "framed": framed}
+AGENTS = {
+    "approve": approve,
+    "charge": charge,
+    "holds": holds,
+    "twice": twice,
+    "keeps": keeps,
+    "framed": framed,
+    "deadline": deadline,
+}
 
 
 def _engine(store: SQLiteStore) -> RunEngine:
@@ -328,6 +341,26 @@ async def test_a_waited_resume_whose_write_meets_an_outage_fails_and_the_run_sti
     assert "interrupt:approve#0" not in await store.load_journal(parked.id)
     done = await engine.resume(parked.id, True, wait=True)  # sent again, it lands
     assert done.status == RunStatus.completed
+    await engine.aclose()
+
+
+async def test_an_interrupt_whose_waited_resume_meets_an_outage_still_expires_on_its_timer(tmp_path: Path) -> None:
+    """The claim disarms the deadline's timer; a claim not written arms it again (the sweep is an hour off)."""
+    store = CountingStore(tmp_path / "runs.db")
+    STORES.append(store)
+    engine = RunEngine(AGENTS, store, sweep_interval="1h", background_sweep=True)
+    parked = await _parked(engine, "deadline")
+    store.refuse = True
+    with pytest.raises(StoreUnavailable):
+        await engine.resume(parked.id, True, wait=True)
+    assert (await engine.get(parked.id)).status == RunStatus.interrupted
+    for _ in range(100):  # expired at its deadline (0.5 s): the default answers
+        ended = await engine.get(parked.id)
+        if ended.status != RunStatus.interrupted:
+            break
+        await asyncio.sleep(0.05)
+    assert ended.status == RunStatus.completed and ended.output == "declined"
+    assert ended.answers[-1].expired
     await engine.aclose()
 
 
