@@ -15,7 +15,7 @@ import inspect
 import itertools
 import logging
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -78,6 +78,11 @@ class AgentUnit(Starlette):
 
     agent_host: Host  # what its host provides: a request outside any use_host() is served on it
 
+    busiest: tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...] = ()
+    """The routes of a run's start and resume, the two Starlette tries first, with their handlers:
+    what :meth:`lane` may answer without Starlette's stack."""
+    _lanes: tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...] | None = None
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             self.mount_path = scope.get("root_path", "")
@@ -87,16 +92,92 @@ class AgentUnit(Starlette):
                     await self._serve(scope, receive, send)
                 return
         if entered_host() is not None or self.agent_host is SERVER:  # _serve's first case: a coroutine fewer
-            await super().__call__(scope, receive, send)
+            lane = self.lane(scope)
+            if lane is not None:
+                await self._answer(*lane, scope, receive, send)
+            else:
+                await super().__call__(scope, receive, send)
             return
         await self._serve(scope, receive, send)
 
     async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
         if entered_host() is not None or self.agent_host is SERVER:
-            await super().__call__(scope, receive, send)
+            await self._route(scope, receive, send)
             return
         with use_host(self.agent_host):  # a host given to create_agent_unit: its bindings and wait_until
+            await self._route(scope, receive, send)
+
+    async def _route(self, scope: Any, receive: Any, send: Any) -> None:
+        lane = self.lane(scope)
+        if lane is not None:
+            await self._answer(*lane, scope, receive, send)
+        else:
             await super().__call__(scope, receive, send)
+
+    def lane(self, scope: Any) -> tuple[Route, Callable[[Request], Awaitable[Response]], dict[str, str]] | None:
+        """The start or resume route a request is for, its handler and its path's parameters, if
+        the request may skip Starlette's stack; else None.
+
+        Starlette answers every request through ``ServerErrorMiddleware``, ``ExceptionMiddleware``
+        and its router: two send wrappers, two closures, a ``Request`` and a regular expression per
+        route tried, about 50k instructions of a resume's 1.17M (measured: see BENCHMARKS.md). For
+        the two busiest requests :meth:`_answer` does what that stack would do and no more: it is
+        taken for a JSON ``POST`` to one of them, matched by its route's own expression, while the
+        stack holds nothing else (no middleware of the user's, no debug pages, no body limit, no
+        exception handler but agent-unit's). A stream's body runs as it is sent, and a mounted app
+        routes on its ``root_path``: both take the stack.
+        """
+        lanes = self._lanes
+        if lanes is None:
+            lanes = self._open_lanes()
+        if not lanes or scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
+            return None
+        path = scope["path"]
+        for route, respond in lanes:
+            match = route.path_regex.match(path)
+            if match is not None:
+                if "text/event-stream" in (header(scope, b"accept") or ""):
+                    return None
+                return route, respond, match.groupdict()
+        return None
+
+    def _open_lanes(self) -> tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...]:
+        """At the first request: build Starlette's stack as its own first request does (no middleware
+        can be added after it), and take the lanes only if the stack holds nothing but agent-unit's."""
+        if self.middleware_stack is None:
+            self.middleware_stack = self.build_middleware_stack()
+        plain = not self.user_middleware and not self.debug and getattr(self, "max_body_size", None) is None
+        self._lanes = self.busiest if plain and self.exception_handlers == _HANDLERS else ()
+        return self._lanes
+
+    async def _answer(
+        self,
+        route: Route,
+        respond: Callable[[Request], Awaitable[Response]],
+        params: dict[str, str],
+        scope: Any,
+        receive: Any,
+        send: Any,
+    ) -> None:
+        """What Starlette's stack does for :meth:`lane`'s request: the scope its router sets, the
+        handler's response, an error answered by the handler ``ExceptionMiddleware`` would pick,
+        and one with none answered 500 and raised on to the server, as ``ServerErrorMiddleware`` does.
+        The response is a whole body (never a stream), so its sending raises nothing to answer."""
+        scope["app"] = self
+        scope["router"] = self.router
+        scope["route"] = route
+        scope["endpoint"] = route.endpoint
+        scope["path_params"] = params
+        request = Request(scope, receive, send)
+        try:
+            response = await respond(request)
+        except Exception as exc:
+            handler = next((_ANSWERED[cls] for cls in type(exc).__mro__ if cls in _ANSWERED), None)
+            if handler is None:
+                await (await _server_error(request, exc))(scope, receive, send)
+                raise
+            response = await handler(request, exc)
+        await response(scope, receive, send)
 
 
 _count = itertools.count()
@@ -250,11 +331,10 @@ def create_agent_unit(
     # Starlette tries the routes in order (a regular expression each), and no two of these match
     # one path: the busiest go first (a resume was the sixth route tried).
     served = sorted(served_routes(mcp=mcp, ui=ui), key=lambda spec: spec.name not in _BUSIEST)
-    routes: list[BaseRoute] = [
+    served_as = [
         Route(spec.path, _endpoint(endpoints[spec.name]), methods=list(spec.methods), name=spec.name) for spec in served
     ]
-    if prefix != "/":
-        routes = [Mount(prefix, routes=routes)]
+    routes: list[BaseRoute] = [*served_as] if prefix == "/" else [Mount(prefix, routes=served_as)]
 
     scheduler = engine.scheduler(tasks) if tasks else None
 
@@ -270,16 +350,9 @@ def create_agent_unit(
         await drain(DRAIN_SECONDS)  # a graceful shutdown (SIGTERM) lets wait_until work finish first
         await engine.aclose()
 
-    app = AgentUnit(
-        routes=routes,
-        lifespan=lifespan,
-        exception_handlers={
-            AgentUnitError: _agent_unit_error,
-            HTTPException: _http_error,
-            ClientDisconnect: _client_gone,
-            Exception: _server_error,
-        },
-    )
+    app = AgentUnit(routes=routes, lifespan=lifespan, exception_handlers=_HANDLERS)
+    if prefix == "/":  # under a Mount the router matches the prefix first: every request takes the stack
+        app.busiest = tuple((route, endpoints[route.name]) for route in served_as if route.name in _BUSIEST)
     app.engine = engine
     app.gateway = gateway
     app.agent_host = host
@@ -331,6 +404,16 @@ async def _client_gone(request: Request, exc: Exception) -> Response:
 async def _server_error(request: Request, exc: Exception) -> Response:
     log.exception("agent-unit: unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     return _error(500, InternalError.code, "internal error: the server logged the details")
+
+
+# Keyed by class: what ExceptionMiddleware answers (the first class of an error's MRO found), and
+# the 500 that ServerErrorMiddleware answers for any other error (raised on to the server after).
+_ANSWERED: dict[type, Callable[[Request, Exception], Awaitable[Response]]] = {
+    AgentUnitError: _agent_unit_error,
+    HTTPException: _http_error,
+    ClientDisconnect: _client_gone,
+}
+_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {**_ANSWERED, Exception: _server_error}
 
 
 def _flag(request: Request, name: str) -> bool:
