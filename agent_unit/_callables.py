@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._codec import UNTYPED
-from .threads import run_in_thread
+from ._threads import run_in_thread
 
 if TYPE_CHECKING:
     from ._execution import Execution

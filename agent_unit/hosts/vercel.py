@@ -35,8 +35,8 @@ from typing import Any
 
 from .. import env, telemetry
 from .._host import Host, use_host
+from .._threads import run_in_thread
 from ..errors import TaskNotFound, Unauthorized
-from ..threads import run_in_thread
 from . import continuation
 
 __all__ = ["VercelApp", "continue_at", "create_app", "deployment_url", "secrets", "serve", "vercel_host"]

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import pytest
 
-from agent_unit import threads
+from agent_unit import _threads as threads
 
 name: contextvars.ContextVar[str] = contextvars.ContextVar("name", default="none")
 T = TypeVar("T")

@@ -29,9 +29,6 @@ that once outlasted the wait is not waited for again until it has returned quick
 A call that outlasts the wait unpins the quick thread, so a function turned slow does not stay on the
 loop's core; threads a pinned call starts are unpinned once it returns. (A process it starts keeps
 the pin; starting one takes milliseconds, so a quick function starts one only on a rare path.)
-
-:func:`run_in_thread` is public so that a host or adapter of its own can run blocking work off the
-loop as ours do (the Vercel host flushes telemetry through it before a response ends).
 """
 
 from __future__ import annotations
