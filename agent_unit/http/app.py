@@ -78,9 +78,9 @@ class AgentUnit(Starlette):
 
     agent_host: Host  # what its host provides: a request outside any use_host() is served on it
 
-    busiest: tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...] = ()
+    _busiest: tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...] = ()
     """The routes of a run's start and resume, the two Starlette tries first, with their handlers:
-    what :meth:`lane` may answer without Starlette's stack."""
+    what :meth:`_lane` may answer without Starlette's stack."""
     _lanes: tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...] | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -92,7 +92,7 @@ class AgentUnit(Starlette):
                     await self._serve(scope, receive, send)
                 return
         if entered_host() is not None or self.agent_host is SERVER:  # _serve's first case: a coroutine fewer
-            lane = self.lane(scope)
+            lane = self._lane(scope)
             if lane is not None:
                 await self._answer(*lane, scope, receive, send)
             else:
@@ -108,13 +108,13 @@ class AgentUnit(Starlette):
             await self._route(scope, receive, send)
 
     async def _route(self, scope: Any, receive: Any, send: Any) -> None:
-        lane = self.lane(scope)
+        lane = self._lane(scope)
         if lane is not None:
             await self._answer(*lane, scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
 
-    def lane(self, scope: Any) -> tuple[Route, Callable[[Request], Awaitable[Response]], dict[str, str]] | None:
+    def _lane(self, scope: Any) -> tuple[Route, Callable[[Request], Awaitable[Response]], dict[str, str]] | None:
         """The start or resume route a request is for, its handler and its path's parameters, if
         the request may skip Starlette's stack; else None.
 
@@ -147,7 +147,7 @@ class AgentUnit(Starlette):
         if self.middleware_stack is None:
             self.middleware_stack = self.build_middleware_stack()
         plain = not self.user_middleware and not self.debug and getattr(self, "max_body_size", None) is None
-        self._lanes = self.busiest if plain and self.exception_handlers == _HANDLERS else ()
+        self._lanes = self._busiest if plain and self.exception_handlers == _HANDLERS else ()
         return self._lanes
 
     async def _answer(
@@ -159,7 +159,7 @@ class AgentUnit(Starlette):
         receive: Any,
         send: Any,
     ) -> None:
-        """What Starlette's stack does for :meth:`lane`'s request: the scope its router sets, the
+        """What Starlette's stack does for :meth:`_lane`'s request: the scope its router sets, the
         handler's response, an error answered by the handler ``ExceptionMiddleware`` would pick,
         and one with none answered 500 and raised on to the server, as ``ServerErrorMiddleware`` does.
         The response is a whole body (never a stream), so its sending raises nothing to answer."""
@@ -352,7 +352,7 @@ def create_agent_unit(
 
     app = AgentUnit(routes=routes, lifespan=lifespan, exception_handlers=_HANDLERS)
     if prefix == "/":  # under a Mount the router matches the prefix first: every request takes the stack
-        app.busiest = tuple((route, endpoints[route.name]) for route in served_as if route.name in _BUSIEST)
+        app._busiest = tuple((route, endpoints[route.name]) for route in served_as if route.name in _BUSIEST)
     app.engine = engine
     app.gateway = gateway
     app.agent_host = host

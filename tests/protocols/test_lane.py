@@ -1,4 +1,4 @@
-"""A run's start and resume answered without Starlette's stack (``AgentUnit.lane``): the same
+"""A run's start and resume answered without Starlette's stack (``AgentUnit._lane``): the same
 answers as through the stack, every error included, and the stack whenever it holds anything more."""
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ async def test_the_lane_answers_every_request_as_the_stack_does(pair: tuple[Agen
     through_lane, through_stack = await _answers(lane), await _answers(stack)
     assert through_lane == through_stack
     assert [status for status, _ in through_lane] == [200, 404, 400, 400, 415, 422, 400, 404, 200, 409, 421]
-    assert lane.lane({"type": "http", "method": "POST", "path": "/runs/run_x/resume", "headers": []}) is not None
-    assert stack.lane({"type": "http", "method": "POST", "path": "/runs/run_x/resume", "headers": []}) is None
+    assert lane._lane({"type": "http", "method": "POST", "path": "/runs/run_x/resume", "headers": []}) is not None
+    assert stack._lane({"type": "http", "method": "POST", "path": "/runs/run_x/resume", "headers": []}) is None
     assert len(Seen.paths) == 11  # the user's middleware saw every request of the stack's app
 
 
