@@ -82,6 +82,8 @@ class AgentUnit(Starlette):
     """The routes of a run's start and resume, the two Starlette tries first, with their handlers:
     what :meth:`_lane` may answer without Starlette's stack."""
     _lanes: tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...] | None = None
+    _stack_seen: Any = None  # the stack and the route table the lanes were opened beside
+    _routes_seen: list[BaseRoute] | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -132,6 +134,8 @@ class AgentUnit(Starlette):
             lanes = self._open_lanes()
         if not lanes or scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
             return None
+        if self.middleware_stack is not self._stack_seen or self.router.routes != self._routes_seen:
+            return None  # the stack was rebuilt or a route added, removed or moved: only the stack knows now
         path = scope["path"]
         for route, respond in lanes:
             match = route.path_regex.match(path)
@@ -143,11 +147,23 @@ class AgentUnit(Starlette):
 
     def _open_lanes(self) -> tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...]:
         """At the first request: build Starlette's stack as its own first request does (no middleware
-        can be added after it), and take the lanes only if the stack holds nothing but agent-unit's."""
+        can be added after it), and take the lanes only if the stack holds nothing but agent-unit's.
+
+        Nor while an instrumentation wraps Starlette (Sentry patches ``Starlette.__call__``,
+        OpenTelemetry's instrumentors wrap ``build_middleware_stack``): it sees every request."""
         if self.middleware_stack is None:
             self.middleware_stack = self.build_middleware_stack()
-        plain = not self.user_middleware and not self.debug and getattr(self, "max_body_size", None) is None
-        self._lanes = self._busiest if plain and self.exception_handlers == _HANDLERS else ()
+        plain = (
+            not self.user_middleware
+            and not self.debug
+            and getattr(self, "max_body_size", None) is None
+            and self.exception_handlers == _HANDLERS
+            and _starlettes(Starlette.__call__)
+            and _starlettes(self.build_middleware_stack)
+            and "build_middleware_stack" not in vars(self)
+        )
+        self._lanes = self._busiest if plain else ()
+        self._stack_seen, self._routes_seen = self.middleware_stack, list(self.router.routes)
         return self._lanes
 
     async def _answer(
@@ -164,20 +180,31 @@ class AgentUnit(Starlette):
         and one with none answered 500 and raised on to the server, as ``ServerErrorMiddleware`` does.
         The response is a whole body (never a stream), so its sending raises nothing to answer."""
         scope["app"] = self
-        scope["router"] = self.router
+        if "router" not in scope:  # an outer router's (a Host or a Mount at "/") stays, as Starlette's does
+            scope["router"] = self.router
         scope["route"] = route
         scope["endpoint"] = route.endpoint
-        scope["path_params"] = params
+        outer = scope.get("path_params")
+        scope["path_params"] = {**outer, **params} if outer else params
         request = Request(scope, receive, send)
         try:
-            response = await respond(request)
-        except Exception as exc:
-            handler = next((_ANSWERED[cls] for cls in type(exc).__mro__ if cls in _ANSWERED), None)
-            if handler is None:
-                await (await _server_error(request, exc))(scope, receive, send)
-                raise
-            response = await handler(request, exc)
+            try:
+                response = await respond(request)
+            except Exception as exc:
+                handler = next((_ANSWERED[cls] for cls in type(exc).__mro__ if cls in _ANSWERED), None)
+                if handler is None:
+                    raise
+                response = await handler(request, exc)
+        except Exception as exc:  # no handler, or the handler failed: ServerErrorMiddleware's 500
+            await (await _server_error(request, exc))(scope, receive, send)
+            raise
         await response(scope, receive, send)
+
+
+def _starlettes(method: Any) -> bool:
+    """``method`` is Starlette's own, not a wrapper an instrumentation put in its place."""
+    function = getattr(method, "__func__", method)
+    return getattr(function, "__module__", None) == "starlette.applications" and not hasattr(function, "__wrapped__")
 
 
 _count = itertools.count()
