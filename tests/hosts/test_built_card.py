@@ -65,3 +65,4 @@ def test_a_built_server_without_url_serves_the_card_at_its_listen_address_and_lo
     assert "(it listens on all interfaces)" in output
     assert f"run {failed['id']} of agent 'billing' failed" in output  # the server's log has the user's traceback
     assert 'agents/billing.py", line 5, in charge' in output and "RuntimeError: declined" in output
+    assert '"POST /agents/billing/runs?wait=1 HTTP/1.1" 200' in output  # LOG_LEVEL's default (info) logs requests
