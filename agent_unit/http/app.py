@@ -82,8 +82,9 @@ class AgentUnit(Starlette):
     """The routes of a run's start and resume, the two Starlette tries first, with their handlers:
     what :meth:`_lane` may answer without Starlette's stack."""
     _lanes: tuple[tuple[Route, Callable[[Request], Awaitable[Response]]], ...] | None = None
-    _stack_seen: Any = None  # the stack and the route table the lanes were opened beside
+    _stack_seen: Any = None  # the stack, route table and Starlette.__call__ the lanes were opened beside
     _routes_seen: list[BaseRoute] | None = None
+    _call_seen: Any = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -134,8 +135,12 @@ class AgentUnit(Starlette):
             lanes = self._open_lanes()
         if not lanes or scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
             return None
-        if self.middleware_stack is not self._stack_seen or self.router.routes != self._routes_seen:
-            return None  # the stack was rebuilt or a route added, removed or moved: only the stack knows now
+        if (
+            self.middleware_stack is not self._stack_seen
+            or self.router.routes != self._routes_seen
+            or Starlette.__call__ is not self._call_seen
+        ):
+            return None  # the stack rebuilt, a route added, removed or moved, Starlette wrapped since: the stack's now
         path = scope["path"]
         for route, respond in lanes:
             match = route.path_regex.match(path)
@@ -150,7 +155,8 @@ class AgentUnit(Starlette):
         can be added after it), and take the lanes only if the stack holds nothing but agent-unit's.
 
         Nor while an instrumentation wraps Starlette (Sentry patches ``Starlette.__call__``,
-        OpenTelemetry's instrumentors wrap ``build_middleware_stack``): it sees every request."""
+        OpenTelemetry's instrumentors wrap ``build_middleware_stack``), now or after this first
+        request (:meth:`_lane` looks again each time): it sees every request."""
         if self.middleware_stack is None:
             self.middleware_stack = self.build_middleware_stack()
         plain = (
@@ -164,6 +170,7 @@ class AgentUnit(Starlette):
         )
         self._lanes = self._busiest if plain else ()
         self._stack_seen, self._routes_seen = self.middleware_stack, list(self.router.routes)
+        self._call_seen = Starlette.__call__
         return self._lanes
 
     async def _answer(

@@ -184,8 +184,10 @@ async def test_a_stack_rebuilt_or_a_route_table_changed_after_the_first_request_
     await app.engine.aclose()
 
 
-async def test_a_wrapped_starlette_takes_the_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An instrumentation that patches ``Starlette.__call__`` (as Sentry does) sees start and resume too."""
+@pytest.mark.parametrize("late", [False, True], ids=["before", "after the first request"])
+async def test_a_wrapped_starlette_takes_the_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late: bool) -> None:
+    """An instrumentation that patches ``Starlette.__call__`` (as Sentry does) sees start and resume
+    too, whether it is set up before the app's first request or after it."""
     seen: list[str] = []
     own = Starlette.__call__
 
@@ -195,9 +197,11 @@ async def test_a_wrapped_starlette_takes_the_stack(tmp_path: Path, monkeypatch: 
             seen.append(scope["path"])
         await own(self, scope, receive, send)
 
-    monkeypatch.setattr(Starlette, "__call__", instrumented)
     app = _app(tmp_path, "wrapped")
     async with _client(app) as client:
+        if late:
+            assert (await client.get("/agents")).status_code == 200
+        monkeypatch.setattr(Starlette, "__call__", instrumented)
         run = (await client.post("/agents/approve/runs?wait=1", json={"input": None})).json()
         await client.post(f"/runs/{run['id']}/resume?wait=1", json={"answer": True})
     assert seen == ["/agents/approve/runs", f"/runs/{run['id']}/resume"]
