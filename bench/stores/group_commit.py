@@ -13,19 +13,26 @@ pragmas, over N parked runs of consecutive ids (as runs started together get):
   would roll back alone): what a store that commits the writes of concurrent requests together
   (a group commit) would pay in SQLite, before the cost of making each request wait for the commit.
 
+It also times what each request would pay to wait for a commit it does not make itself: a
+future, set from a callback of the event loop and awaited (asyncio's loop, and uvloop where
+installed, as built servers run).
+
 Printed only: the figures go to BENCHMARKS.md by hand, with the command.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -84,6 +91,33 @@ def per_write(k: int, n: int) -> float:
     return spent / (n - n % k) * 1e6
 
 
+async def _waits(n: int) -> float:
+    """Process time (s) of ``n`` waits for a future a loop callback sets, less that of the bare loop."""
+    loop = asyncio.get_running_loop()
+    began = time.process_time()
+    for _ in range(n):
+        pass
+    bare = time.process_time() - began
+    began = time.process_time()
+    for _ in range(n):
+        done = loop.create_future()
+        loop.call_soon(done.set_result, None)
+        await done
+    return time.process_time() - began - bare
+
+
+def wait_costs(n: int = 200_000) -> dict[str, float]:
+    """µs per wait for a commit made elsewhere, on each event loop there is."""
+    runners: dict[str, Callable[[Coroutine[Any, Any, float]], float]] = {"asyncio": asyncio.run}
+    try:
+        import uvloop
+    except ImportError:
+        pass
+    else:
+        runners["uvloop"] = uvloop.run
+    return {name: statistics.median(run(_waits(n)) for _ in range(3)) / n * 1e6 for name, run in runners.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=6000, help="writes per case")
@@ -98,6 +132,8 @@ def main() -> int:
     for k in BATCHES:
         median = statistics.median(figures[k])
         print(f"k={k}: {median:.1f} µs a write (median of {args.rounds}), {median / alone:.2f} of one each")
+    waits = ", ".join(f"{name} {cost:.2f} µs" for name, cost in wait_costs().items())
+    print(f"a wait for a commit made by another request (a future set by a loop callback): {waits}")
     return 0
 
 
