@@ -1,12 +1,14 @@
 """What a resume's write costs SQLite alone, one transaction each, or several in one transaction.
 
-    .venv/bin/python bench/stores/group_commit.py [--n 6000] [--rounds 3]
+    .venv/bin/python bench/stores/group_commit.py [--n 6000] [--rounds 3] [--shuffle]
 
 A resume that replays to its run's end writes one transaction (``SQLiteStore``'s statements, as
 ``tests/protocols/test_resume_cost.py`` counts them): the run's row updated under its version,
 ``PRAGMA data_version``, the answer's journal entry and the events' row. This times those
 statements alone (no agent-unit code; process time per write) on the store's own schema and
-pragmas, over N parked runs of consecutive ids (as runs started together get):
+pragmas, over N parked runs of consecutive ids (as runs started together get), resumed in the order
+they were made (as the HTTP benchmark resumes them) or, with ``--shuffle``, in a random order (as
+answers from people come):
 
 - ``k=1``: each write its own ``BEGIN IMMEDIATE`` ... ``COMMIT``, as the store writes today;
 - ``k=2, 4, 8``: k writes in one transaction, each in a ``SAVEPOINT`` (so a write that fails
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import sqlite3
 import statistics
 import sys
@@ -71,18 +74,21 @@ def resume_write(db: sqlite3.Connection, i: int, data: str) -> None:
     db.execute("INSERT INTO events (run_id, seq, n, data) VALUES (?, 6, 2, ?)", (run_id, "{}" * 120))
 
 
-def per_write(k: int, n: int) -> float:
+def per_write(k: int, n: int, shuffle: bool) -> float:
     """Process time per write (µs) with ``k`` writes per transaction, on a fresh file."""
     with tempfile.TemporaryDirectory() as folder:
         db = parked(Path(folder), n)
         data = json.dumps({"input": {}, "output": "ok", "answers": [{"by": None}], "pad": "x" * 300})
+        order = list(range(n))
+        if shuffle:
+            random.Random(n).shuffle(order)
         began = time.process_time()
         for first in range(0, n - n % k, k):
             db.execute("BEGIN IMMEDIATE")
             for i in range(first, first + k):
                 if k > 1:
                     db.execute("SAVEPOINT write")
-                resume_write(db, i, data)
+                resume_write(db, order[i], data)
                 if k > 1:
                     db.execute("RELEASE write")
             db.execute("COMMIT")
@@ -122,11 +128,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=6000, help="writes per case")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, the cases alternating in each")
+    parser.add_argument("--shuffle", action="store_true", help="resume the runs in a random order")
     args = parser.parse_args()
     figures: dict[int, list[float]] = {k: [] for k in BATCHES}
     for round_ in range(args.rounds):
         for k in BATCHES:
-            figures[k].append(per_write(k, args.n))
+            figures[k].append(per_write(k, args.n, args.shuffle))
         print(f"round {round_ + 1}: " + ", ".join(f"k={k} {figures[k][-1]:.1f} µs" for k in BATCHES), flush=True)
     alone = statistics.median(figures[1])
     for k in BATCHES:
