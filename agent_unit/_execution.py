@@ -221,18 +221,13 @@ class Execution:
                 journal=(*claim.journal, *journal),
                 events=claim.events if events is None else [*claim.events, *events],
             )
-        except (RunConflict, StoreUnavailable) as exc:  # someone else changed the run; the store is away
-            self.claim_refused(exc)
-            raise Cancelled() from None
-        except AgentUnitError as exc:
-            if events is not None:
-                raise
-            self.claim_refused(exc)
-            raise Cancelled() from None
-        except Exception as exc:  # whatever the driver raised, the answer is not saved
-            if events is not None:
-                raise
-            log.exception("saving the answer to run %s failed", record.id)
+        except Exception as exc:
+            if events is not None and not isinstance(exc, (RunConflict, StoreUnavailable)):
+                raise  # the save's own trouble: see above
+            if isinstance(exc, AgentUnitError):  # someone else changed the run, the store is away, a refusal
+                self.claim_refused(exc)
+                raise Cancelled() from None
+            log.exception("saving the answer to run %s failed", record.id)  # the driver's: the answer is not saved
             self.claim_refused(StoreUnavailable(f"saving the answer to run {record.id} failed: send it again"))
             raise Cancelled() from exc
         record.version = claim.expected + 1

@@ -405,25 +405,29 @@ class Executor:
                     await execution.claim_held(journal, events)  # notifies
                 except Cancelled:
                     return False  # the run changed since the answer was checked, or the store is away
-                if record.status in _LEFT:
-                    execution.left = record
-                return True
-            expected = record.version  # read under the lock: a lease renewal bumps it
-            while True:
-                try:
-                    await self._engine.store.save_run(record, expected_version=expected, journal=journal, events=events)
-                    break
-                except RunConflict:
-                    stored = await self._engine.store.load_run(record.id)
-                    if stored is None or stored.status != RunStatus.running or stored.lease_owner != execution.owner:
-                        log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
-                        execution.stop_reason = execution.stop_reason or "changed"
-                        return False
-                    expected = stored.version  # still ours: a message was stored meanwhile (send)
-        record.version = expected + 1
+            else:
+                expected = record.version  # read under the lock: a lease renewal bumps it
+                while True:
+                    try:
+                        await self._engine.store.save_run(
+                            record, expected_version=expected, journal=journal, events=events
+                        )
+                        break
+                    except RunConflict:
+                        stored = await self._engine.store.load_run(record.id)
+                        if (
+                            stored is None
+                            or stored.status != RunStatus.running
+                            or stored.lease_owner != execution.owner
+                        ):
+                            log.info("run %s changed while executing (cancelled or taken over); it stops", record.id)
+                            execution.stop_reason = execution.stop_reason or "changed"
+                            return False
+                        expected = stored.version  # still ours: a message was stored meanwhile (send)
+                record.version = expected + 1
+                self._engine.tail.notify(record.id)
         if record.status in _LEFT:
             execution.left = record
-        self._engine.tail.notify(record.id)
         return True
 
     def finish(self, record: RunRecord, status: RunStatus) -> None:

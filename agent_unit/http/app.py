@@ -165,8 +165,7 @@ class AgentUnit(Starlette):
             and getattr(self, "max_body_size", None) is None
             and self.exception_handlers == _HANDLERS
             and _starlettes(Starlette.__call__)
-            and _starlettes(self.build_middleware_stack)
-            and "build_middleware_stack" not in vars(self)
+            and _starlettes(self.build_middleware_stack)  # on the class or set on the app
         )
         self._lanes = self._busiest if plain else ()
         self._stack_seen, self._routes_seen = self.middleware_stack, list(self.router.routes)

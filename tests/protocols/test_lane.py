@@ -318,26 +318,6 @@ async def test_an_exception_handler_of_the_users_is_used_for_start_and_resume(tm
     await app.engine.aclose()
 
 
-@pytest.mark.parametrize("middleware", [False, True], ids=["lane", "stack"])
-async def test_an_unexpected_error_is_a_500_and_goes_on_to_the_server(
-    tmp_path: Path, middleware: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    app = _app(tmp_path, "boom", middleware=middleware)
-
-    async def boom(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(app.gateway, "start", boom)
-    async with _client(app, raise_errors=False) as client:
-        answered = await client.post("/agents/approve/runs?wait=1", json={"input": None})
-    assert answered.status_code == 500
-    assert answered.json()["error"]["message"] == "internal error: the server logged the details"
-    async with _client(app) as client:
-        with pytest.raises(RuntimeError, match="boom"):  # raised on, for the server's log
-            await client.post("/agents/approve/runs?wait=1", json={"input": None})
-    await app.engine.aclose()
-
-
 class Broken(RunNotFound):
     """An error whose own answer fails to render: the handler raises, as a bug of ours would."""
 
@@ -345,18 +325,29 @@ class Broken(RunNotFound):
         raise ValueError("cannot render")
 
 
+_FAILING = {  # a call the route makes, what it raises, the request, and what goes on to the server
+    "unexpected": ("start", RuntimeError("boom"), "/agents/approve/runs?wait=1", {"input": None}, RuntimeError),
+    "handler fails": ("run", Broken("gone"), "/runs/run_nosuchrun/resume?wait=1", {"answer": True}, ValueError),
+}
+
+
 @pytest.mark.parametrize("middleware", [False, True], ids=["lane", "stack"])
-async def test_a_handler_that_fails_is_a_500_and_goes_on_to_the_server(
-    tmp_path: Path, middleware: bool, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("case", list(_FAILING))
+async def test_an_unexpected_error_or_a_failing_handler_is_a_500_and_goes_on_to_the_server(
+    tmp_path: Path, middleware: bool, case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = _app(tmp_path, "broken", middleware=middleware)
+    call, error, path, body, raised = _FAILING[case]
+    app = _app(tmp_path, "boom", middleware=middleware)
 
-    async def broken(*args: Any, **kwargs: Any) -> Any:
-        raise Broken("gone")
+    async def fails(*args: Any, **kwargs: Any) -> Any:
+        raise error
 
-    monkeypatch.setattr(app.gateway, "run", broken)
+    monkeypatch.setattr(app.gateway, call, fails)
     async with _client(app, raise_errors=False) as client:
-        answered = await client.post("/runs/run_nosuchrun/resume?wait=1", json={"answer": True})
+        answered = await client.post(path, json=body)
     assert answered.status_code == 500
     assert answered.json()["error"]["message"] == "internal error: the server logged the details"
+    async with _client(app) as client:
+        with pytest.raises(raised):  # raised on, for the server's log
+            await client.post(path, json=body)
     await app.engine.aclose()
