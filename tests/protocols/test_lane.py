@@ -102,6 +102,9 @@ async def _answers(app: AgentUnit) -> list[tuple[int, Any, Any, Any]]:
         seen(await client.post(f"/runs/{run['id']}/resume?wait=1", json={"answer": True}))
         seen(await client.post(f"/runs/{run['id']}/resume?wait=1", json={"answer": True}))  # finished: 409
         seen(await client.post(f"/runs/{run['id']}/resume", headers={"host": "evil.example"}, json={"answer": True}))
+        seen(
+            await client.post("/agents/approve/runs", headers={"origin": "https://evil.example"}, json={"input": None})
+        )
     return answers
 
 
@@ -109,10 +112,10 @@ async def test_the_lane_answers_every_request_as_the_stack_does(pair: tuple[Agen
     lane, stack = pair
     through_lane, through_stack = await _answers(lane), await _answers(stack)
     assert through_lane == through_stack
-    assert [answer[0] for answer in through_lane] == [200, 404, 400, 400, 415, 422, 400, 404, 200, 409, 421]
+    assert [answer[0] for answer in through_lane] == [200, 404, 400, 400, 415, 422, 400, 404, 200, 409, 421, 403]
     assert lane._lane({"type": "http", "method": "POST", "path": "/runs/run_x/resume", "headers": []}) is not None
     assert stack._lane({"type": "http", "method": "POST", "path": "/runs/run_x/resume", "headers": []}) is None
-    assert len(Seen.paths) == 11  # the user's middleware saw every request of the stack's app
+    assert len(Seen.paths) == 12  # the user's middleware saw every request of the stack's app
 
 
 def _laned(app: AgentUnit, monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -4,7 +4,8 @@ Two writes wake a client twice, and on a small host the client woken by the head
 server's core while the server would write the first event (0.7 ms measured for httpx and
 Chromium). The transport holds a head until the next write or the end of the loop's turn.
 The last tests serve agent-unit's own app through it the way production fails: a burst of 300
-streamed starts, pipelined requests on one connection, a client gone in the middle of a stream.
+streamed starts, 300 waited starts with two racing resumes of each run, pipelined requests on
+one connection, a client gone in the middle of a stream.
 """
 
 from __future__ import annotations
@@ -260,6 +261,57 @@ async def test_a_client_that_leaves_mid_stream_loses_nothing_of_the_run_and_the_
     finally:
         writer.close()
     assert status == b"HTTP/1.1 200 OK" and events(stream)[-1]["type"] == "RUN_INTERRUPTED"
+
+
+async def post_json(port: int, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """One JSON ``POST`` on a connection of its own: the status and the JSON body (sized, not chunked)."""
+    payload = json.dumps(body).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(
+            b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+            % (path.encode(), len(payload), payload)
+        )
+        head = await reader.readuntil(b"\r\n\r\n")
+        status, *lines = head.decode().split("\r\n")[:-2]
+        headers = dict(line.lower().split(": ", 1) for line in lines)
+        answer = json.loads(await reader.readexactly(int(headers["content-length"])))
+    finally:
+        writer.close()
+    return int(status.split()[1]), answer
+
+
+async def test_a_burst_of_300_waited_starts_then_racing_resumes_through_the_lane_each_run_once(
+    agent_unit_served: tuple[int, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JSON starts and resumes skip Starlette's stack (``AgentUnit._lane``): under a burst each start is a
+    run of its own, and of two resumes of one run sent at once exactly one wins, the other a 409."""
+    port, _ = agent_unit_served
+    ledger = tmp_path / "ledger.txt"
+    monkeypatch.setenv("LEDGER_FILE", str(ledger))  # the refund agent's charge step writes a line each time it runs
+    started = await asyncio.wait_for(
+        asyncio.gather(
+            *(post_json(port, "/agents/refund/runs?wait=1", {"input": {"order_id": f"o-{i}"}}) for i in range(300))
+        ),
+        120,
+    )
+    assert {status for status, _ in started} == {200}
+    assert {run["status"] for _, run in started} == {"interrupted"}
+    run_ids = [run["id"] for _, run in started]
+    assert len(set(run_ids)) == 300
+    resumes = [
+        post_json(port, f"/runs/{run_id}/resume?wait=1", {"answer": {"approved": True}})
+        for run_id in run_ids
+        for _ in range(2)
+    ]
+    answered = await asyncio.wait_for(asyncio.gather(*resumes), 120)
+    for first, second in zip(answered[::2], answered[1::2], strict=True):
+        statuses = sorted([first[0], second[0]])
+        assert statuses == [200, 409], (first, second)
+        winner = first[1] if first[0] == 200 else second[1]
+        assert winner["status"] == "completed" and winner["output"] == "refunded"
+    charged = [line.split()[1] for line in ledger.read_text().splitlines()]
+    assert sorted(charged) == sorted(f"o-{i}" for i in range(300))  # each order charged once, none twice
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
