@@ -223,12 +223,23 @@ async def test_due_runs_reads_only_what_is_due(store: Store) -> None:
         make_record(status=RunStatus.running, due_at=10.0),
         make_record(status=RunStatus.interrupted, due_at=None, lease_owner=None),
         make_record(status=RunStatus.sleeping, due_at=500.0, lease_owner=None),
+        make_record(status=RunStatus.running, due_at=55.0),
+        make_record(status=RunStatus.interrupted, due_at=5.0, lease_owner=None),
+        make_record(status=RunStatus.running, due_at=700.0),
     ]
     for record in records:
         await store.create_run(record)
     due = await store.due_runs(before=60.0)
-    assert [record.id for record in due] == [records[1].id, records[0].id]
-    assert [record.id for record in await store.due_runs(before=60.0, limit=1)] == [records[1].id]
+    assert [record.id for record in due] == [records[i].id for i in (5, 1, 0, 4)]
+    assert [record.id for record in await store.due_runs(before=60.0, limit=1)] == [records[5].id]
+    assert [record.id for record in await store.due_runs(before=60.0, limit=2)] == [records[5].id, records[1].id]
+    # a running run's due time moves with its lease; a run parked is due as its new status says
+    assert await store.renew_lease(records[1].id, owner="a", expires=600.0) is not None
+    parked = records[4].model_copy(update={"status": RunStatus.sleeping, "due_at": 1.0, "lease_owner": None})
+    await store.save_run(parked, expected_version=records[4].version)
+    due = await store.due_runs(before=60.0)
+    assert [record.id for record in due] == [records[i].id for i in (4, 5, 0)]
+    assert [record.id for record in await store.due_runs(before=650.0)] == [records[i].id for i in (4, 5, 0, 3, 1)]
 
 
 async def test_list_filters_and_pages_newest_first(store: Store) -> None:

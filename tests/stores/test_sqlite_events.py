@@ -75,7 +75,38 @@ async def test_a_file_from_schema_version_1_keeps_its_events_and_takes_new_ones(
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        index = db.execute("SELECT sql FROM sqlite_schema WHERE name = 'runs_due'").fetchone()[0]
+        assert "status != 'running'" in index
+
+
+async def test_a_file_from_schema_version_2_keeps_its_runs_due_with_running_runs_out_of_runs_due(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v2.db"
+    store = SQLiteStore(path)
+    records = [
+        make_record(status=RunStatus.running, due_at=10.0),
+        make_record(status=RunStatus.sleeping, due_at=20.0, lease_owner=None),
+        make_record(status=RunStatus.running, due_at=30.0),
+    ]
+    for record in records:
+        await store.create_run(record)
+    await store.close()
+    with sqlite3.connect(path) as db:  # the index and version as version 2 left them
+        db.execute("DROP INDEX runs_due")
+        db.execute("CREATE INDEX runs_due ON runs (due_at) WHERE due_at IS NOT NULL")
+        db.execute("PRAGMA user_version = 2")
+    store = SQLiteStore(path)
+    try:
+        assert [run.id for run in await store.due_runs(before=25.0)] == [records[0].id, records[1].id]
+        assert [run.id for run in await store.due_runs(before=99.0)] == [record.id for record in records]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        indexed = db.execute("SELECT count(*) FROM runs INDEXED BY runs_due WHERE due_at <= 99 AND status != 'running'")
+        assert indexed.fetchone()[0] == 1  # the sleeper; the running runs are found through runs_status
 
 
 async def test_an_append_follows_events_another_connection_wrote_since(tmp_path: Path) -> None:
