@@ -2,6 +2,7 @@
 
     python bench/stores/wal_frames.py            # 300 runs to their pause, then 300 resumes
     python bench/stores/wal_frames.py --n 1000 --shuffle
+    python bench/stores/wal_frames.py --write-cost   # what writing one frame costs on this filesystem
 
 A WAL commit writes every page its transaction changed, each as one frame (a 24-byte header and
 the page, two ``pwrite`` calls), and on this host those writes are most of what a commit costs.
@@ -22,11 +23,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import random
 import sqlite3
+import statistics
 import struct
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -101,6 +105,27 @@ async def measure(n: int, shuffle: bool) -> None:
         report(f"resumes ({'in a random order' if shuffle else 'in the order the runs started'})", resumes, n, names)
 
 
+def write_cost(rounds: int = 5, frames: int = 20_000) -> None:
+    """Process time of a WAL frame's two ``pwrite`` calls (header, page), appended to a file in a temp
+    dir as a commit appends them, for several page sizes; median of ``rounds``."""
+    print(f"process time per frame written (two pwrite calls), median of {rounds} rounds of {frames:,} frames:")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "frames"
+        for page_size in (1024, 2048, 4096, 8192, 16384):
+            header, page = b"h" * 24, b"p" * page_size
+            each = []
+            for _ in range(rounds):
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+                began, offset = time.process_time(), 0
+                for _ in range(frames):
+                    os.pwrite(fd, header, offset)
+                    os.pwrite(fd, page, offset + 24)
+                    offset += 24 + page_size
+                each.append((time.process_time() - began) / frames * 1e6)
+                os.close(fd)
+            print(f"  {page_size:6,}-byte pages: {statistics.median(each):5.2f} µs")
+
+
 def report(title: str, found: list[list[int]], n: int, names: dict[int, Any]) -> None:
     by_name = Counter(str(names.get(page, "?")) for pages in found for page in pages)
     total = sum(by_name.values())
@@ -114,5 +139,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=300, help="runs to start and resume (default 300)")
     parser.add_argument("--shuffle", action="store_true", help="resume the runs in a random order")
+    parser.add_argument("--write-cost", action="store_true", help="time writing a frame, for several page sizes")
     args = parser.parse_args()
-    asyncio.run(measure(args.n, args.shuffle))
+    if args.write_cost:
+        write_cost()
+    else:
+        asyncio.run(measure(args.n, args.shuffle))
