@@ -11,7 +11,9 @@
   holds each tick of a scheduled task, however many servers share the store; a claim is a lease
   that its holder renews and finishes, and a lapsed unfinished claim is taken over by one caller.
 - ``load_journal`` is one round trip; ``due_runs`` reads an index on ``due_at``, so the
-  sweep's cost follows the runs that are due, not all runs.
+  sweep's cost follows the runs that are due, not all runs. (The SQLite and D1 stores keep
+  running runs out of that index, since each lease renewal would move their entry, and read
+  them through the status index: there the sweep also reads the runs in flight.)
 
 A journal entry or record change and the events it produces are written in one
 transaction, so a journaled step costs one commit.
