@@ -32,6 +32,8 @@ from . import DEFAULT_STORE_PATH
 from ._checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, THREADS, WalCheckpointer
 from .protocol import TICK_MEMORY
 from .rows import (
+    DUE_INDEX,
+    DUE_RUNS,
     RUN_COLUMNS,
     VALUE_ERRORS,
     journal_from_row,
@@ -55,7 +57,7 @@ _FIRST_WAIT, _LONGEST_WAIT = 0.001, 0.025  # seconds between tries on a locked f
 
 _SYNCHRONOUS = {"off", "normal", "full", "extra"}
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY,
   agent TEXT NOT NULL,
@@ -67,7 +69,7 @@ CREATE TABLE IF NOT EXISTS runs (
   due_at REAL,
   data TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS runs_due ON runs (due_at) WHERE due_at IS NOT NULL AND status != 'running';
+{DUE_INDEX};
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status, id);
 CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent, id);
 CREATE INDEX IF NOT EXISTS runs_thread ON runs (thread_id, id);
@@ -95,23 +97,13 @@ CREATE TABLE IF NOT EXISTS state (
 """
 _SCHEMA_VERSION = 3
 # Version 1 stored one event per row; version 2 adds ``n``, the events a row holds (see _insert).
-# Version 3 leaves running runs out of ``runs_due`` (see :meth:`SQLiteStore.due_runs`).
+# Version 3 leaves running runs out of ``runs_due`` (see :data:`~agent_unit.stores.rows.DUE_INDEX`).
 _MIGRATIONS = {
     1: ("ALTER TABLE events ADD COLUMN n INTEGER NOT NULL DEFAULT 1",),
-    2: (
-        "DROP INDEX IF EXISTS runs_due",
-        "CREATE INDEX runs_due ON runs (due_at) WHERE due_at IS NOT NULL AND status != 'running'",
-    ),
+    2: ("DROP INDEX IF EXISTS runs_due", DUE_INDEX),
 }
 _COLUMNS = ", ".join(RUN_COLUMNS)
-# A run's due time, soonest first. A running run's is its lease's expiry, moved by its creation,
-# every renewal and its park: kept out of ``runs_due``, those writes touch one index page fewer
-# each (two of a run's seventeen WAL frames from its start to a pause, measured). The running
-# runs are found through ``runs_status`` instead: they are the runs in flight, few beside the rest.
-_DUE = (
-    f"SELECT {_COLUMNS} FROM (SELECT * FROM runs WHERE due_at <= ? AND status != 'running' ORDER BY due_at LIMIT ?) "
-    f"UNION ALL SELECT {_COLUMNS} FROM runs WHERE status = 'running' AND due_at <= ? ORDER BY due_at LIMIT ?"
-)
+
 _EVENTS_ROW = "INSERT INTO events (run_id, seq, n, data) VALUES (?, ?, ?, ?)"
 _FENCE = "SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
 _ENTRY = "INSERT INTO journal (run_id, key, value, error, meta) VALUES (?, ?, ?, ?, ?)"
@@ -551,7 +543,7 @@ class SQLiteStore:
         return RunPage(runs, runs[-1].id if len(rows) > limit else None)
 
     async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
-        rows = await self._call(self._fetchall, _DUE, (before, limit, before, limit))
+        rows = await self._call(self._fetchall, DUE_RUNS, (before, limit, before, limit))
         return [run_from_row(row) for row in rows]
 
     async def delete_run(self, run_id: str) -> bool:

@@ -27,6 +27,8 @@ from ..._records import JournalEntry, RunPage, RunRecord, RunStatus, StoredEvent
 from ...errors import LeaseLost, RunConflict, RunNotFound, StoreConfigError
 from ...stores.protocol import TICK_MEMORY
 from ...stores.rows import (
+    DUE_INDEX,
+    DUE_RUNS,
     RUN_COLUMNS,
     check_text,
     check_writes,
@@ -46,7 +48,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, agent TEXT NOT NULL, thread_id TEXT NOT NULL, "
     "status TEXT NOT NULL, version INTEGER NOT NULL, lease_owner TEXT, lease_expires REAL, due_at REAL, "
     "data TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS runs_due ON runs (due_at) WHERE due_at IS NOT NULL AND status != 'running'",
+    DUE_INDEX,  # a database made before keeps its wider index, which DUE_RUNS reads as well
     "CREATE INDEX IF NOT EXISTS runs_status ON runs (status, id)",
     "CREATE INDEX IF NOT EXISTS runs_agent ON runs (agent, id)",
     "CREATE INDEX IF NOT EXISTS runs_thread ON runs (thread_id, id)",
@@ -66,14 +68,7 @@ _SCHEMA = (
 """The guard table never holds a row: an insert into it is made only to fail."""
 
 _COLUMNS = ", ".join(RUN_COLUMNS)
-# A running run's due time is its lease's expiry, moved by its creation, every renewal and its park:
-# kept out of ``runs_due``, each of those writes changes one index row fewer (D1 bills rows
-# written). Running runs are found through ``runs_status``, as the SQLite store does. A database
-# made before keeps its wider index, which this query still uses: only the saving is missing there.
-_DUE = (
-    f"SELECT {_COLUMNS} FROM (SELECT * FROM runs WHERE due_at <= ? AND status != 'running' ORDER BY due_at LIMIT ?) "
-    f"UNION ALL SELECT {_COLUMNS} FROM runs WHERE status = 'running' AND due_at <= ? ORDER BY due_at LIMIT ?"
-)
+
 _SET_COLUMNS = ", ".join(f"{name} = ?" for name in RUN_COLUMNS[1:])
 _VERSION_GUARD = (
     "INSERT INTO guard (failure) SELECT CASE WHEN EXISTS (SELECT 1 FROM runs WHERE id = ?) "
@@ -258,7 +253,7 @@ class D1Store:
         return RunPage(runs, runs[-1].id if len(rows) > limit else None)
 
     async def due_runs(self, *, before: float, limit: int = 100) -> list[RunRecord]:
-        rows = await self._rows(_DUE, before, limit, before, limit)
+        rows = await self._rows(DUE_RUNS, before, limit, before, limit)
         return [run_from_row(_run_values(row)) for row in rows]
 
     async def delete_run(self, run_id: str) -> bool:
