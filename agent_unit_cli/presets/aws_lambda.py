@@ -109,23 +109,13 @@ def context(config: Any, options: BuildOptions) -> dict[str, Any]:
 
 
 def _precompile(step: Finish) -> None:
-    """Bytecode in the zip, when this Python is the function's: Lambda's code folder is read-only,
-    so without it every cold start compiles every module it imports. Unchecked hashes: valid
-    whatever the files' times are once unzipped."""
-    import compileall
-    import py_compile
+    """Bytecode in the zip (Lambda's code folder is read-only): see :mod:`agent_unit_cli.bytecode`."""
+    from ..bytecode import compile_bytecode, no_bytecode
 
-    local = f"{sys.version_info.major}.{sys.version_info.minor}"
-    if _python(step.options) != local:
-        return
+    version = _python(step.options)
     step.progress("compiling bytecode")
-    for folder in (step.output / "app", step.output / "vendor", step.output / "handler.py"):
-        if folder.is_dir():
-            compileall.compile_dir(
-                folder, quiet=2, workers=0, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
-            )
-        else:
-            compileall.compile_file(folder, quiet=2, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    if not compile_bytecode([step.output / "app", step.output / "vendor", step.output / "handler.py"], version):
+        step.warnings.append(no_bytecode(version, "Lambda"))
 
 
 def finish(step: Finish) -> list[str]:

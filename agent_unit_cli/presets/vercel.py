@@ -14,7 +14,6 @@ function's 300 s. Storage must be shared by every invocation: Redis, PostgreSQL 
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 from urllib.parse import quote
 
@@ -125,26 +124,12 @@ def _vendor_runtime(step: Finish) -> None:
 
 
 def _precompile(step: Finish, version: str) -> None:
-    """Bytecode for the function, when a Python of its version is on this machine.
+    """Bytecode for the function (Vercel's function files are read-only): see :mod:`agent_unit_cli.bytecode`."""
+    from ..bytecode import compile_bytecode, no_bytecode
 
-    The function's files are read-only on Vercel, so without it every cold start compiles
-    every module it imports. Unchecked hashes: valid whatever the files' times are once
-    deployed. Without such a Python the build goes on without bytecode, as Vercel's does.
-    """
-    import shutil
-
-    python = shutil.which(f"python{version}")
-    if python is None:
-        return
-    probe = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
-    if probe.returncode != 0:  # a shim for a version that is not installed
-        return
     step.progress("compiling bytecode")
-    folder = step.output / "functions" / f"{FUNCTION}.func"
-    subprocess.run(
-        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(folder)],
-        capture_output=True,
-    )
+    if not compile_bytecode([step.output / "functions" / f"{FUNCTION}.func"], version):
+        step.warnings.append(no_bytecode(version, "Vercel"))
 
 
 def finish(step: Finish) -> list[str]:

@@ -24,7 +24,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -190,6 +190,18 @@ def redis_function(redis_build: Path, redis_url: str) -> Iterator[Lambda]:
     yield function
     function.close()
     function.url.close()
+
+
+def test_the_zip_carries_bytecode_for_every_module(redis_build: Path) -> None:
+    """Lambda's code folder is read-only: without bytecode in the zip every cold start compiles every
+    module it imports. The build's Python is the function's here (the default ``--python``)."""
+    tag = sys.implementation.cache_tag
+    with zipfile.ZipFile(redis_build / "function.zip") as archive:
+        names = set(archive.namelist())
+        sources = [PurePosixPath(name) for name in names if name.endswith(".py")]
+        missing = [str(s) for s in sources if str(s.parent / "__pycache__" / f"{s.stem}.{tag}.pyc") not in names]
+        assert sources and missing == []
+        assert int.from_bytes(archive.read(f"__pycache__/handler.{tag}.pyc")[4:8], "little") == 0b01  # unchecked hash
 
 
 def test_the_template_passes_cfn_lint_with_the_sam_transform(redis_build: Path) -> None:
