@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -277,18 +278,40 @@ def docker_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 
 def dockerfile(text: str) -> dict[str, Any]:
     """What the image's run needs from a Dockerfile: its ENV, WORKDIR, COPY sources and CMD."""
-    found: dict[str, Any] = {"env": {}, "copy": [], "cmd": None, "workdir": None}
+    found: dict[str, Any] = {"env": {}, "copy": [], "run": [], "cmd": None, "workdir": None}
     for line in text.splitlines():
         instruction, _, rest = line.partition(" ")
         if instruction == "ENV":
             found["env"] |= dict(item.split("=", 1) for item in rest.split())
         elif instruction == "COPY":
             found["copy"].append(tuple(rest.split()))
+        elif instruction == "RUN":
+            found["run"].append(rest)
         elif instruction == "WORKDIR":
             found["workdir"] = rest
         elif instruction == "CMD":
             found["cmd"] = json.loads(rest)
     return found
+
+
+def image_folder(output: Path, image: dict[str, Any], root: Path) -> Path:
+    """The image's files without a Docker engine: what the Dockerfile copies, put under ``root``, and
+    its bytecode steps (``RUN python -m compileall``) run there by this Python, as the image's own
+    (of the same version) runs them. Its workdir."""
+    for source, target in image["copy"]:
+        copied = root / target.strip("/")
+        if (output / source).is_dir():
+            shutil.copytree(output / source, copied)
+        else:
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(output / source, copied)
+    for command in image["run"]:
+        if command.startswith("python -m compileall"):
+            tolerant = command.endswith(" || true")
+            words = shlex.split(command.removesuffix(" || true"))
+            paths = [str(root / word.strip("/")) if word.startswith("/app") else word for word in words[1:]]
+            subprocess.run([sys.executable, *paths], check=not tolerant, capture_output=True)
+    return root / image["workdir"].strip("/")
 
 
 def test_a_docker_build_of_your_own_app_has_a_dockerfile_that_runs_it_as_the_server_does(
@@ -320,15 +343,14 @@ def test_the_docker_images_cmd_run_locally_serves_the_app_with_its_lifespan_wait
     root, _ = docker_build
     output = root / ".output" / "docker"
     image = dockerfile((output / "Dockerfile").read_text())
-    workdir = tmp_path / "image" / image["workdir"].strip("/")
-    for source, target in image["copy"]:
-        copied = tmp_path / "image" / target.strip("/")
-        if (output / source).is_dir():
-            shutil.copytree(output / source, copied)
-        else:
-            copied.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(output / source, copied)
+    workdir = image_folder(output, image, tmp_path / "image")
     (workdir / ".agent-unit").mkdir()  # the image's RUN makes it, for the agent user
+    # bytecode for every module, made at the image's build: its user cannot write beside the code,
+    # so a container would otherwise compile each module it imports at every start
+    tag = sys.implementation.cache_tag
+    for module in ("main.py", "vendor/agent_unit/_engine.py", "vendor/fastapi/applications.py", "app/web/main.py"):
+        source = workdir / module
+        assert (source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc").is_file(), module
     log = tmp_path / "app.log"
     port = free_port()
     environment = {**image["env"], "PATH": os.environ["PATH"], "HOST": "127.0.0.1", "PORT": str(port)}

@@ -30,7 +30,7 @@ import pytest
 from ..support import fetch
 from ..support.google_adk_server import USER, Started, built, message, project, refused, texts
 from . import test_preset_vercel
-from .test_preset_server_app import dockerfile
+from .test_preset_server_app import dockerfile, image_folder
 
 pytestmark = pytest.mark.slow  # builds a preset's output with pip and starts it in a subprocess
 
@@ -126,14 +126,7 @@ def test_the_docker_images_cmd_run_locally_serves_adks_api_with_the_sessions_in_
     root = project(tmp_path / "project", 'server = "google-adk"\n')
     output = Path(built(root, "--preset", "docker")["output"])
     image = dockerfile((output / "Dockerfile").read_text())
-    workdir = tmp_path / "image" / image["workdir"].strip("/")
-    for source, target in image["copy"]:
-        copied = tmp_path / "image" / target.strip("/")
-        if (output / source).is_dir():
-            shutil.copytree(output / source, copied)
-        else:
-            copied.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(output / source, copied)
+    workdir = image_folder(output, image, tmp_path / "image")
     (workdir / ".agent-unit").mkdir()  # the image's RUN makes it, for the agent user
     assert image["cmd"] == ["python", "main.py"]
     server = Started(workdir, tmp_path / "server.log", env=image["env"]).start()
