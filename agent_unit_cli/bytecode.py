@@ -1,8 +1,8 @@
 """Bytecode for a serverless function, compiled by a Python of the host's version.
 
 A function's files are read-only on AWS Lambda and Vercel, so a module without bytecode beside
-it is compiled again at every cold start: the refund example's Vercel function took 1.1 to 1.5 s
-to import without it and 0.35 to 0.39 s with it. Bytecode is tied to a Python version, so the
+it is compiled again at every cold start: the refund example's Vercel function took 1.0 s to
+start without it and 0.32 s with it (``bench/vercel_cold.py``). Bytecode is tied to a Python version, so the
 build compiles with an interpreter of the host's version (this one, one on the PATH, or one that
 pyenv keeps: :func:`~agent_unit_cli.starts.interpreter`), and says so when this machine has none.
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+
+from .starts import interpreter
 
 __all__ = ["compile_bytecode", "no_bytecode"]
 
@@ -24,8 +26,6 @@ def compile_bytecode(paths: Sequence[Path], version: str) -> bool:
     uploaded. A file that does not compile for that Python (a vendored package's Python 2 test,
     say) is left without bytecode; the others get theirs.
     """
-    from .starts import interpreter  # starts imports the presets, which import this module
-
     python = interpreter(version)
     if python is None:
         return False
