@@ -8,7 +8,7 @@ sample, copies the function folder afresh twice: as built, and with every ``__py
 imported in a new isolated process of the function's Python that may not write bytecode
 (``python -I -S -B``, as Vercel's read-only function files): ``import vc__handler__python``,
 which hands over to Vercel's runtime package, which imports the app and starts it (the store is
-checked then, against a ``redis-server`` started here). The two kinds alternate; medians are
+checked then, against a ``redis-server`` the tests' helper starts). The two kinds alternate; medians are
 printed, with the ratio. Vercel itself is not reachable from here.
 """
 
@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.servers import RedisServer  # noqa: E402
+
 IMPORT = """
 import sys, time
 t0 = time.perf_counter()
@@ -32,12 +34,6 @@ sys.path.insert(0, ".")
 import vc__handler__python
 print((time.perf_counter() - t0) * 1000)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def cold_import(python: str, function: Path, copy: Path, *, bytecode: bool) -> float:
@@ -57,19 +53,15 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=7)
     args = parser.parse_args()
     python = interpreter(args.python)
-    if python is None or shutil.which("redis-server") is None:
-        sys.exit(f"needs a Python {args.python} (on the PATH or kept by pyenv) and redis-server")
-    port = free_port()
-    redis = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL
-    )
+    if python is None:
+        sys.exit(f"needs a Python {args.python}, on the PATH or kept by pyenv")
+    redis = RedisServer().start()
     try:
-        time.sleep(0.5)
         with tempfile.TemporaryDirectory() as folder:
             project = Path(folder) / "refund"
             ignored = shutil.ignore_patterns(".output", ".agent-unit", "__pycache__")
             shutil.copytree(REPO / "examples" / "refund", project, ignore=ignored)
-            (project / "agent-unit.toml").write_text(f'name = "refund"\nstorage = "redis://127.0.0.1:{port}/0"\n')
+            (project / "agent-unit.toml").write_text(f'name = "refund"\nstorage = "{redis.url}"\n')
             built = subprocess.run(
                 [sys.executable, "-m", "agent_unit_cli", "build", "--preset", "vercel", "--python", args.python],
                 cwd=project,
@@ -84,8 +76,7 @@ def main() -> None:
                 for bytecode in (True, False) if sample % 2 == 0 else (False, True):
                     times[bytecode].append(cold_import(python, function, Path(folder) / "copy", bytecode=bytecode))
     finally:
-        redis.terminate()
-        redis.wait()
+        redis.stop()
     with_it, without = statistics.median(times[True]), statistics.median(times[False])
     print(f"Python {args.python} ({python}); the function as built holds {compiled} .pyc files")
     print(f"cold import of the handler, app started, median of {args.samples}:")

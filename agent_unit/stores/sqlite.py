@@ -103,7 +103,6 @@ _MIGRATIONS = {
     2: ("DROP INDEX IF EXISTS runs_due", DUE_INDEX),
 }
 _COLUMNS = ", ".join(RUN_COLUMNS)
-
 _EVENTS_ROW = "INSERT INTO events (run_id, seq, n, data) VALUES (?, ?, ?, ?)"
 _FENCE = "SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND status = 'running'"
 _ENTRY = "INSERT INTO journal (run_id, key, value, error, meta) VALUES (?, ?, ?, ?, ?)"

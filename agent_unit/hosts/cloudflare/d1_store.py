@@ -68,7 +68,6 @@ _SCHEMA = (
 """The guard table never holds a row: an insert into it is made only to fail."""
 
 _COLUMNS = ", ".join(RUN_COLUMNS)
-
 _SET_COLUMNS = ", ".join(f"{name} = ?" for name in RUN_COLUMNS[1:])
 _VERSION_GUARD = (
     "INSERT INTO guard (failure) SELECT CASE WHEN EXISTS (SELECT 1 FROM runs WHERE id = ?) "
