@@ -32,7 +32,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.servers import PostgresServer, RedisServer  # noqa: E402
+from tests.support.servers import PostgresServer, RedisServer  # noqa: E402
 
 MARKER = "<!-- stores benchmark -->"
 PEER_PYTHON = REPO / ".venv-bench" / "bin" / "python"

@@ -24,8 +24,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.server import Server  # noqa: E402
-from tests.servers import PostgresServer, RedisServer  # noqa: E402
+from tests.support.server import Server  # noqa: E402
+from tests.support.servers import PostgresServer, RedisServer  # noqa: E402
 
 OPTIONS = {"poll_interval": 5.0, "delta_batch_ms": 0}
 
@@ -44,7 +44,7 @@ def read(url: str, run_id: str) -> list[float]:
 
 
 def measure(url: str, ticks: int) -> dict[str, list[float]]:
-    env = {"TEST_AGENTS": "tests.process_agents:AGENTS", "TEST_OPTIONS": json.dumps(OPTIONS)}
+    env = {"TEST_AGENTS": "tests.support.process_agents:AGENTS", "TEST_OPTIONS": json.dumps(OPTIONS)}
     a, b = Server(url, env=env).start(), Server(url, env=env).start()
     try:
         run_id = httpx.post(f"{a.url}/agents/ticker/runs", json={"input": ticks}, timeout=30).json()["id"]
