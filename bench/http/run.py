@@ -7,7 +7,8 @@ agent-unit: ``bench/http/project`` is built with ``agent-unit build --preset ser
 dir and served by the built ``main.py`` (uvicorn, one worker, SQLite store in the temp dir).
 LangGraph: ``bench/http/langgraph_project`` is copied to the temp dir (``langgraph dev`` writes
 its in-memory state there) and served by ``langgraph dev --no-browser --no-reload`` from
-``.venv-bench``, offline. One server runs at a time, so neither takes CPU from the other.
+``.venv-bench``, offline. One server runs at a time, so neither takes CPU from the other; the
+two take turns at the rounds of (a) and (b), so a ratio compares moments seconds apart.
 
 Both get the same load generator (this process: asyncio + httpx, 8 concurrent clients, every
 loop bounded in count and time). Measured for each:
@@ -697,16 +698,18 @@ async def the_rest(
     report: Report,
     launch: Launch | None = None,
 ) -> None:
-    """(c), (d), the httpx cross-check, then the fill and (e), on the last fresh round's server.
+    """(c), (d), the httpx cross-check, then the fill and (e), on a server started for them.
 
     With ``launch``, each (e) round is paired with a round on a server just started over an empty
-    store, run right before it: the no-slowdown ratio then compares moments seconds apart, not the
-    first rounds with the last (a shared virtual machine's speed drifts by a third within minutes).
+    store, run right before it or (every other round) right after it: the no-slowdown ratio then
+    compares moments seconds apart, not the first rounds with the last (a shared virtual machine's
+    speed drifts by a third within minutes), and neither side always runs second.
     """
     pid = server.proc.pid
     raw = RawClient(server.base)
     system = make(raw)
     try:
+        await load(system.start_to_pause, server_pid=pid, seconds=10, max_ops=40)  # warm-up, as a round's
         await asyncio.sleep(1.0)
         report.first = await first_events(system, s.first_events)
         log(
@@ -756,19 +759,28 @@ async def the_rest(
             log(f"{system.name} fill: {stored:,} runs in the store, {window.rate:,.0f} runs/s over the last window")
         report.fill_seconds = time.perf_counter() - fill_began
         report.stored_before_after = stored
+
+        async def beside(k: int) -> None:
+            assert launch is not None
+            fresh, make_fresh = await asyncio.to_thread(launch, 100 + k)
+            try:
+                await fresh_round(
+                    make_fresh, fresh, s, report.runs_beside, report.resumes_beside, "fresh store, beside (e)"
+                )
+            finally:
+                await asyncio.to_thread(fresh.stop)
+            await asyncio.sleep(1.0)
+
         for k in range(s.repeat):  # each round adds runs: note how many were there when it started
-            if launch is not None:
-                fresh, make_fresh = await asyncio.to_thread(launch, 100 + k)
-                try:
-                    await fresh_round(
-                        make_fresh, fresh, s, report.runs_beside, report.resumes_beside, "fresh store, beside (e)"
-                    )
-                finally:
-                    await asyncio.to_thread(fresh.stop)
-                await asyncio.sleep(1.0)
+            beside_first = k % 2 == 0  # the pair's order alternates: neither side always runs second
+            if launch is not None and beside_first:
+                await beside(k)
             report.stored_after.append(await system.stored_runs())
             label = f"with {report.stored_after[-1]:,} runs in the store"
             await one_round(system, pid, s, report.runs_after, report.resumes_after, label)
+            if launch is not None and not beside_first:
+                await asyncio.sleep(1.0)
+                await beside(k)
         await asyncio.sleep(1.0)
         report.first_after = await first_events(system, max(5, s.first_events // 2))
         log(f"{system.name} first event after the fill: median {med(f.first_ms for f in report.first_after):.2f} ms")
@@ -870,29 +882,51 @@ def summarize_profile(path: Path) -> Profile:
 Launch = Callable[[int], tuple[Server, Callable[[Client], System]]]
 
 
-def run_system(name: str, launch: Launch, s: Settings, *, paired: bool = False) -> Report:
-    """``s.repeat`` fresh rounds, each on a new server over an empty store; the rest on the last one.
+@dataclass
+class Contender:
+    """One system to measure: how to start a server of it, and whether (e) gets fresh-store pairs."""
 
-    ``paired``: each (e) round gets a fresh-store round beside it (see :func:`the_rest`).
+    name: str
+    launch: Launch
+    paired: bool = False
+
+
+def run_systems(contenders: list[Contender], s: Settings) -> list[Report]:
+    """``s.repeat`` fresh rounds of each system, in turn (round 1 of each, then round 2 of each in the
+    reverse order...), each on a new server over an empty store; then the rest of each on a server
+    started for it.
+
+    Taking turns keeps the rounds a ratio compares within seconds of each other (this host's speed
+    drifts by a third within minutes), and reversing the order each round keeps either system from
+    always running second.
     """
-    report = Report(name)
-    began = time.perf_counter()
+    reports = [Report(c.name) for c in contenders]
+    spent = [0.0] * len(contenders)
     for i in range(s.repeat):
-        server, make = launch(i)
+        order = list(enumerate(zip(contenders, reports, strict=True)))
+        for k, (contender, report) in order if i % 2 == 0 else order[::-1]:  # neither always runs second
+            began = time.perf_counter()
+            server, make = contender.launch(i)
+            try:
+                label = f"fresh store, round {i + 1}"
+                idle = report if i == 0 else None
+                asyncio.run(fresh_round(make, server, s, report.runs, report.resumes, label, idle=idle))
+            finally:
+                server.stop()
+            spent[k] += time.perf_counter() - began
+    for k, (contender, report) in enumerate(zip(contenders, reports, strict=True)):
+        began = time.perf_counter()
+        server, make = contender.launch(s.repeat)
         try:
-            label = f"fresh store, round {i + 1}"
-            asyncio.run(
-                fresh_round(make, server, s, report.runs, report.resumes, label, idle=report if i == 0 else None)
-            )
-            if i == s.repeat - 1:
-                asyncio.run(the_rest(make, server, s, report, launch if paired else None))
+            asyncio.run(the_rest(make, server, s, report, contender.launch if contender.paired else None))
         finally:
             server.stop()
-    windows = [*report.runs, *report.resumes, *report.runs_after, *report.resumes_after]
-    windows += [*report.runs_beside, *report.resumes_beside]
-    report.errors = [f"{window.errors} errors ({window.first_error})" for window in windows if window.errors]
-    report.seconds = time.perf_counter() - began
-    return report
+        spent[k] += time.perf_counter() - began
+        windows = [*report.runs, *report.resumes, *report.runs_after, *report.resumes_after]
+        windows += [*report.runs_beside, *report.resumes_beside]
+        report.errors = [f"{window.errors} errors ({window.first_error})" for window in windows if window.errors]
+        report.seconds = spent[k]
+    return reports
 
 
 def build_server(work: Path, name: str = "project") -> Path:
@@ -904,7 +938,7 @@ def build_server(work: Path, name: str = "project") -> Path:
     return project / ".output" / "server" / "main.py"
 
 
-def run_agent_unit(work: Path, s: Settings) -> tuple[Report, dict[str, str]]:
+def agent_unit(work: Path) -> tuple[Contender, dict[str, str]]:
     log("agent-unit: building the server preset")
     began = time.perf_counter()
     main = build_server(work, "au_project")
@@ -925,8 +959,7 @@ def run_agent_unit(work: Path, s: Settings) -> tuple[Report, dict[str, str]]:
         server = start_server("agent-unit", argv, cwd=project, env=env, port=port, ready="/agents")
         return server, lambda client: AgentUnit(client, db)
 
-    report = run_system("agent-unit", launch, s, paired=True)
-    return report, {"build_seconds": f"{built:.1f}", "loop": loop or "unknown"}
+    return Contender("agent-unit", launch, paired=True), {"build_seconds": f"{built:.1f}", "loop": loop or "unknown"}
 
 
 # What uvicorn picks in the server's environment (its loop="auto", http="auto").
@@ -937,7 +970,7 @@ _LOOP_PROBE = (
 )
 
 
-def run_langgraph(work: Path, s: Settings) -> tuple[Report, dict[str, str]]:
+def langgraph(work: Path, s: Settings) -> tuple[Contender, dict[str, str]]:
     env = {
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
@@ -969,10 +1002,10 @@ def run_langgraph(work: Path, s: Settings) -> tuple[Report, dict[str, str]]:
             "--server-log-level",
             "warning",
         ]
-        log(f"LangGraph: starting langgraph dev ({i + 1} of {s.repeat})")
+        log(f"LangGraph: starting langgraph dev ({f'round {i + 1} of {s.repeat}' if i < s.repeat else 'for the rest'})")
         return start_server("langgraph", argv, cwd=project, env=env, port=port, ready="/ok"), LangGraph
 
-    return run_system("LangGraph", launch, s), {"loop": loop or "unknown"}
+    return Contender("LangGraph", launch), {"loop": loop or "unknown"}
 
 
 # -- the report -----------------------------------------------------------------------------
@@ -1024,6 +1057,12 @@ def rates(loads: list[Load]) -> list[float]:
 
 def each(values: list[float], fmt: Callable[[float], str] = f0) -> str:
     return ", ".join(fmt(v) for v in values) or "-"
+
+
+def pair_ratios(ours: list[Load], theirs: list[Load]) -> str:
+    """Each round's ratio to the other system's round of the same number (run right after it)."""
+    shown = [f"{a.rate / b.rate:.1f}x" for a, b in zip(ours, theirs, strict=False) if b.rate]
+    return f"; round by round {', '.join(shown)}" if shown else ""
 
 
 def after_each(rounds: list[Load], stored: list[int], beside: list[Load]) -> str:
@@ -1116,7 +1155,7 @@ def section(
         " on asyncio streams (`RawClient`). httpx costs about 1.5 ms of CPU per request here, so with httpx the"
         " load generator saturates its core near 650 requests/s and measures itself: the *with httpx* rows"
         " repeat (a) and (c) with `httpx.AsyncClient` for reference (its client CPU is in the CPU table); they run"
-        " on the last round's server after (c) and (d), so LangGraph's store holds more runs there than in (a).",
+        " on the server of (c) and (d), after them, so LangGraph's store holds more runs there than in (a).",
         f"- (a) runs/s to a pause: {CLIENTS} clients start runs for {s.seconds:g} s, each request waiting for the"
         " pause (agent-unit `POST /agents/approve/runs?wait=1`; LangGraph `POST /threads/{id}/runs/wait` with"
         " `if_not_exists: create`, one request per run for both). (b) resumes/s: the runs (a) parked, answered"
@@ -1125,8 +1164,10 @@ def section(
         " clients do, so it is timed with every client busy (LangGraph's queue polls every 0.5 s while idle;"
         " its first poll is not charged to it). A round is (a) then (b), on a server just started over an empty"
         f" store (LangGraph slows down as runs accumulate; a fresh store each round keeps (a) about (a)); {s.repeat}"
-        " round(s), median taken. A warm-up of 40 runs comes first. (c), (d) and (e) follow on the last round's"
-        " server.",
+        " round(s), median taken. The two systems take turns, the order reversed each round (agent-unit then"
+        " LangGraph, LangGraph then agent-unit, ...), so the rounds a ratio compares run seconds apart: this"
+        " host's speed drifts by a third within minutes. A warm-up of 40 runs comes first. (c), (d) and (e)"
+        " follow, for each system, on a server started for them (after its own warm-up).",
         "- (c) time to first SSE event: a run started with an SSE request on an idle server (nothing else in"
         f" flight, 0.2 s apart), from sending the request to the first `data:` line; median of {s.first_events}."
         " agent-unit's first event is `RUN_STARTED` (stored with the run); LangGraph's is `metadata`. *First"
@@ -1144,9 +1185,9 @@ def section(
         f" store, at most {s.fill_seconds:.0f} s per system), then {s.repeat} more rounds of (a) and (b) (each adds"
         " its runs to the store: each repeat shows how many were there when it began) and (c) again. Runs in the store:"
         " agent-unit counts rows of `runs` in its SQLite file; LangGraph `POST /threads/count` (one run per"
-        " thread here). For agent-unit each of these rounds comes right after a round on a server just started"
-        " over an empty store, and the no-slowdown targets compare the two: this host's speed drifts by a third"
-        " within minutes, more than a store of 10,000 runs changes it.",
+        " thread here). For agent-unit each of these rounds comes right beside a round on a server just started"
+        " over an empty store (before it, then after it, in turn), and the no-slowdown targets compare the"
+        " two: this host's speed drifts by a third within minutes, more than a store of 10,000 runs changes it.",
         "- CPU: cores used (CPU seconds per wall second) by the server process tree (/proc) and by the load"
         " generator (getrusage) during each timed window.",
         "",
@@ -1209,9 +1250,11 @@ def section(
         "| --- | --- | --- | ---: | --- | --- |",
         f"| runs/s to a pause vs LangGraph | {f0(au_runs)} vs {f0(lg_runs)} | ≥ {TARGETS['ratio']:g}x"
         f" | {f2(r_runs)} | {each(rates(au.runs) if au else [])} vs {each(rates(lg.runs) if lg else [])}"
+        f"{pair_ratios(au.runs, lg.runs) if au and lg else ''}"
         f" | {verdict(ok(r_runs, lambda v: v >= TARGETS['ratio']))} |",
         f"| resumes/s vs LangGraph | {f0(au_res)} vs {f0(lg_res)} | ≥ {TARGETS['ratio']:g}x | {f2(r_res)}"
         f" | {each(rates(au.resumes) if au else [])} vs {each(rates(lg.resumes) if lg else [])}"
+        f"{pair_ratios(au.resumes, lg.resumes) if au and lg else ''}"
         f" | {verdict(ok(r_res, lambda v: v >= TARGETS['ratio']))} |",
         f"| first SSE event, idle | {f2(au_first)} ms | < {TARGETS['first_event_ms']:g} ms | - | p90"
         f" {f2(pct([f.first_ms for f in au.first], 90) if au else math.nan)} ms"
@@ -1375,16 +1418,20 @@ def main() -> int:
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="agent-unit-http-bench-"))
     info: dict[str, Any] = {"notes": {}}
-    au = lg = None
+    contenders: list[Contender] = []
     try:
         if args.only in (None, "agent-unit"):
-            au, info["au"] = run_agent_unit(work, s)
+            contender, info["au"] = agent_unit(work)
+            contenders.append(contender)
         if args.only in (None, "langgraph"):
             if LANGGRAPH.exists():
-                lg, info["lg"] = run_langgraph(work, s)
+                contender, info["lg"] = langgraph(work, s)
+                contenders.append(contender)
             else:
                 info["notes"]["LangGraph skipped"] = f"`.venv-bench` has no `langgraph`: `{INSTALL}`"
                 log(f"LangGraph skipped: install it with {INSTALL}")
+        reports = {report.name: report for report in run_systems(contenders, s)}
+        au, lg = reports.get("agent-unit"), reports.get("LangGraph")
     finally:
         if args.keep:
             log(f"kept {work}")
