@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .server import ROOT, free_port
@@ -47,7 +48,25 @@ class TemporalServer:
             args += ["--search-attribute", f"{name}=Keyword"]
         self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port, self._process, "temporal server")
+        self._wait_until_serving()
         return self
+
+    def _wait_until_serving(self, timeout: float = 60.0) -> None:
+        """The port opens before the frontend is healthy, and a client connecting then gets
+        ``Frontend is not healthy yet``: wait until the cluster answers SERVING."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done = subprocess.run(
+                [self.cli, "operator", "cluster", "health", "--address", self.address],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            if done.returncode == 0 and "SERVING" in done.stdout:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"temporal server at {self.address} did not become healthy: {done.stderr}")
+            time.sleep(0.1)
 
     def run(self, *args: str) -> str:
         """``temporal <args> --address <this server>``: its standard output."""
