@@ -28,21 +28,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.support.docker_image import dockerfile, image_folder  # noqa: E402
 from tests.support.server import free_port  # noqa: E402
 
-COMPILE = [sys.executable, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash"]
 
-
-def start(output: Path, image: Path, *, bytecode: bool) -> float:
+def start(output: Path, root: Path, *, bytecode: bool) -> float:
     """Milliseconds from the container's command to its first answer."""
-    shutil.rmtree(image, ignore_errors=True)
-    for name in ("vendor", "app"):
-        shutil.copytree(output / name, image / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(output / "main.py", image / "main.py")
-    (image / ".agent-unit").mkdir()
-    if bytecode:
-        subprocess.run([*COMPILE, "vendor"], cwd=image, capture_output=True)
-        subprocess.run([*COMPILE, "main.py", "app"], cwd=image, capture_output=True, check=True)
+    shutil.rmtree(root, ignore_errors=True)
+    image = image_folder(output, dockerfile((output / "Dockerfile").read_text()), root, bytecode=bytecode)
+    (image / ".agent-unit").mkdir()  # the image's RUN makes it, for the agent user
     port = free_port()
     env = {
         "PATH": os.environ["PATH"],

@@ -901,10 +901,9 @@ def run_systems(contenders: list[Contender], s: Settings) -> list[Report]:
     always running second.
     """
     reports = [Report(c.name) for c in contenders]
-    spent = [0.0] * len(contenders)
+    pairs = list(zip(contenders, reports, strict=True))
     for i in range(s.repeat):
-        order = list(enumerate(zip(contenders, reports, strict=True)))
-        for k, (contender, report) in order if i % 2 == 0 else order[::-1]:  # neither always runs second
+        for contender, report in pairs if i % 2 == 0 else pairs[::-1]:  # neither always runs second
             began = time.perf_counter()
             server, make = contender.launch(i)
             try:
@@ -913,19 +912,18 @@ def run_systems(contenders: list[Contender], s: Settings) -> list[Report]:
                 asyncio.run(fresh_round(make, server, s, report.runs, report.resumes, label, idle=idle))
             finally:
                 server.stop()
-            spent[k] += time.perf_counter() - began
-    for k, (contender, report) in enumerate(zip(contenders, reports, strict=True)):
+            report.seconds += time.perf_counter() - began
+    for contender, report in pairs:
         began = time.perf_counter()
         server, make = contender.launch(s.repeat)
         try:
             asyncio.run(the_rest(make, server, s, report, contender.launch if contender.paired else None))
         finally:
             server.stop()
-        spent[k] += time.perf_counter() - began
+        report.seconds += time.perf_counter() - began
         windows = [*report.runs, *report.resumes, *report.runs_after, *report.resumes_after]
         windows += [*report.runs_beside, *report.resumes_beside]
         report.errors = [f"{window.errors} errors ({window.first_error})" for window in windows if window.errors]
-        report.seconds = spent[k]
     return reports
 
 
@@ -1060,7 +1058,7 @@ def each(values: list[float], fmt: Callable[[float], str] = f0) -> str:
 
 
 def pair_ratios(ours: list[Load], theirs: list[Load]) -> str:
-    """Each round's ratio to the other system's round of the same number (run right after it)."""
+    """Each round's ratio to the other system's round of the same number (run right beside it)."""
     shown = [f"{a.rate / b.rate:.1f}x" for a, b in zip(ours, theirs, strict=False) if b.rate]
     return f"; round by round {', '.join(shown)}" if shown else ""
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -40,6 +39,7 @@ import pytest
 
 from ..support import fetch
 from ..support.dev_process import DevProcess
+from ..support.docker_image import dockerfile, image_folder
 from ..support.lambda_containers import Container
 from ..support.server import free_port, wait_until_up
 from . import test_preset_vercel
@@ -274,44 +274,6 @@ def test_a_server_build_refuses_a_rebinding_host_and_a_foreign_pages_post_before
 def docker_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     root = project(tmp_path_factory.mktemp("app-docker"))
     return root, built(root, "--preset", "docker")
-
-
-def dockerfile(text: str) -> dict[str, Any]:
-    """What the image's run needs from a Dockerfile: its ENV, WORKDIR, COPY sources and CMD."""
-    found: dict[str, Any] = {"env": {}, "copy": [], "run": [], "cmd": None, "workdir": None}
-    for line in text.splitlines():
-        instruction, _, rest = line.partition(" ")
-        if instruction == "ENV":
-            found["env"] |= dict(item.split("=", 1) for item in rest.split())
-        elif instruction == "COPY":
-            found["copy"].append(tuple(rest.split()))
-        elif instruction == "RUN":
-            found["run"].append(rest)
-        elif instruction == "WORKDIR":
-            found["workdir"] = rest
-        elif instruction == "CMD":
-            found["cmd"] = json.loads(rest)
-    return found
-
-
-def image_folder(output: Path, image: dict[str, Any], root: Path) -> Path:
-    """The image's files without a Docker engine: what the Dockerfile copies, put under ``root``, and
-    its bytecode steps (``RUN python -m compileall``) run there by this Python, as the image's own
-    (of the same version) runs them. Its workdir."""
-    for source, target in image["copy"]:
-        copied = root / target.strip("/")
-        if (output / source).is_dir():
-            shutil.copytree(output / source, copied)
-        else:
-            copied.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(output / source, copied)
-    for command in image["run"]:
-        if command.startswith("python -m compileall"):
-            tolerant = command.endswith(" || true")
-            words = shlex.split(command.removesuffix(" || true"))
-            paths = [str(root / word.strip("/")) if word.startswith("/app") else word for word in words[1:]]
-            subprocess.run([sys.executable, *paths], check=not tolerant, capture_output=True)
-    return root / image["workdir"].strip("/")
 
 
 def test_a_docker_build_of_your_own_app_has_a_dockerfile_that_runs_it_as_the_server_does(

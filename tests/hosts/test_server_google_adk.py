@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 from ..support import fetch
+from ..support.docker_image import dockerfile, image_folder
 from ..support.google_adk_server import USER, Started, built, message, project, refused, texts
 from . import test_preset_vercel
-from .test_preset_server_app import dockerfile, image_folder
 
 pytestmark = pytest.mark.slow  # builds a preset's output with pip and starts it in a subprocess
 

@@ -56,16 +56,14 @@ class TemporalServer:
         ``Frontend is not healthy yet``: wait until the cluster answers SERVING."""
         deadline = time.monotonic() + timeout
         while True:
-            done = subprocess.run(
-                [self.cli, "operator", "cluster", "health", "--address", self.address],
-                capture_output=True,
-                text=True,
-                timeout=30,
-            )
-            if done.returncode == 0 and "SERVING" in done.stdout:
-                return
+            try:
+                health = self.run("operator", "cluster", "health")  # raises unless the command succeeds
+                if "SERVING" in health:
+                    return
+            except RuntimeError as exc:
+                health = str(exc)
             if time.monotonic() > deadline:
-                raise RuntimeError(f"temporal server at {self.address} did not become healthy: {done.stderr}")
+                raise RuntimeError(f"temporal server at {self.address} did not become healthy: {health}")
             time.sleep(0.1)
 
     def run(self, *args: str) -> str:
